@@ -1,0 +1,117 @@
+// swift-tools-version: 6.1
+// mqttchat: real-time chat over MQTT on Linux.
+//
+// Layers (arrows point at what a module depends on):
+//   MQTTCore (packets + codec, NIOCore only) <- MQTTBroker <- mqttchat (CLI)
+//   CMosquitto (libmosquitto shim) <- MQTTClient <- MQTTChat <- mqttchat (CLI)
+// The client side never imports the broker.
+import PackageDescription
+
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "mqttchat",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "mqttchat", targets: ["mqttchat"]),
+        .library(name: "MQTTCore", targets: ["MQTTCore"]),
+        .library(name: "MQTTBroker", targets: ["MQTTBroker"]),
+        .library(name: "MQTTClient", targets: ["MQTTClient"]),
+        .library(name: "MQTTChat", targets: ["MQTTChat"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+    ],
+    targets: [
+        // MARK: Protocol layer
+        .target(
+            name: "MQTTCore",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: strictSettings
+        ),
+
+        // MARK: Broker
+        .target(
+            name: "MQTTBroker",
+            dependencies: [
+                "MQTTCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+
+        // MARK: Client over libmosquitto
+        .systemLibrary(
+            name: "CMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]
+        ),
+        .target(
+            name: "MQTTClient",
+            dependencies: ["CMosquitto", "MQTTCore"],
+            swiftSettings: strictSettings
+        ),
+
+        // MARK: Chat layer
+        .target(
+            name: "MQTTChat",
+            dependencies: [
+                "MQTTClient",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            exclude: ["Proto/chat.proto"],
+            swiftSettings: strictSettings
+        ),
+
+        // MARK: Command line
+        .executableTarget(
+            name: "mqttchat",
+            dependencies: [
+                "MQTTBroker",
+                "MQTTClient",
+                "MQTTChat",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+
+        // MARK: Tests
+        .testTarget(
+            name: "MQTTCoreTests",
+            dependencies: ["MQTTCore", .product(name: "NIOCore", package: "swift-nio")]
+        ),
+        .testTarget(
+            name: "MQTTBrokerTests",
+            dependencies: [
+                "MQTTBroker", "MQTTCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "MQTTClientTests",
+            dependencies: ["MQTTClient", "MQTTBroker"]
+        ),
+        .testTarget(
+            name: "MQTTChatTests",
+            dependencies: ["MQTTChat", "MQTTClient", "MQTTBroker"]
+        ),
+    ]
+)

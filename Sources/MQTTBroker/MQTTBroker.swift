@@ -1,0 +1,2 @@
+/// The native SwiftNIO MQTT broker lives in this module (issue 2).
+public enum MQTTBrokerModule {}

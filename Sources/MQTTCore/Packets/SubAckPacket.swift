@@ -1,0 +1,43 @@
+/// SUBACK: the server's answer to SUBSCRIBE (MQTT 3.1.1 section 3.9).
+public struct SubAckPacket: Sendable, Hashable {
+    /// The identifier of the SUBSCRIBE this answers.
+    public var packetID: UInt16
+    /// One return code per requested filter, in the same order.
+    public var returnCodes: [SubAckReturnCode]
+    /// MQTT 5 properties; empty for 3.1.1.
+    public var properties: MQTTProperties
+
+    /// Creates a SUBACK packet.
+    public init(packetID: UInt16, returnCodes: [SubAckReturnCode], properties: MQTTProperties = .none) {
+        self.packetID = packetID
+        self.returnCodes = returnCodes
+        self.properties = properties
+    }
+}
+
+/// One SUBACK return code: the granted QoS, or failure (0x80).
+public enum SubAckReturnCode: Sendable, Hashable {
+    /// The subscription was accepted with this maximum QoS.
+    case granted(QoS)
+    /// 0x80: the subscription was refused.
+    case failure
+
+    /// The byte on the wire.
+    public var rawValue: UInt8 {
+        switch self {
+        case .granted(let qos): return qos.rawValue
+        case .failure: return 0x80
+        }
+    }
+
+    /// Parses a wire byte; nil for values MQTT 3.1.1 does not allow.
+    public init?(rawValue: UInt8) {
+        if rawValue == 0x80 {
+            self = .failure
+        } else if let qos = QoS(rawValue: rawValue) {
+            self = .granted(qos)
+        } else {
+            return nil
+        }
+    }
+}

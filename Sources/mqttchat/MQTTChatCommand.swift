@@ -1,0 +1,10 @@
+import ArgumentParser
+
+/// The `mqttchat` command line tool.
+@main
+struct MQTTChatCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mqttchat",
+        abstract: "Real-time chat over MQTT: a broker, a client and chat commands."
+    )
+}

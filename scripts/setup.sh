@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs everything mqttchat needs to build, run and test on a fresh Debian machine.
+# Idempotent: packages already present are not fetched again.
+set -euo pipefail
+
+APT_PACKAGES=(libmosquitto-dev mosquitto mosquitto-clients protobuf-compiler libsqlite3-dev openssl python3-pip)
+PIP_PACKAGES=(paho-mqtt pytest)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "setup: installing apt packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# mosquitto's Debian package starts a system broker on port 1883; our tests and the
+# main job want that port (and a quiet machine), so keep the system service stopped.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet mosquitto 2>/dev/null; then
+  systemctl stop mosquitto || true
+fi
+
+
+pip_missing=()
+for pkg in "${PIP_PACKAGES[@]}"; do
+  python3 -m pip show -q "$pkg" >/dev/null 2>&1 || pip_missing+=("$pkg")
+done
+if [ ${#pip_missing[@]} -gt 0 ]; then
+  echo "setup: installing pip packages: ${pip_missing[*]}"
+  python3 -m pip install -q "${pip_missing[@]}" 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages "${pip_missing[@]}"
+fi
