@@ -1,0 +1,33 @@
+/// Why a broker configuration file could not be used. Every case names the file and line.
+public enum BrokerConfigError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The file could not be read (missing, unreadable, not UTF-8).
+    case unreadable(path: String, reason: String)
+    /// The line names an option this broker does not know.
+    case unknownOption(source: String, line: Int, option: String)
+    /// The option is known from mosquitto but this broker does not implement it yet; refusing it
+    /// is safer than silently running without (for example) authentication.
+    case unsupportedOption(source: String, line: Int, option: String)
+    /// The option needs a value (or more values) than the line has.
+    case missingValue(source: String, line: Int, option: String)
+    /// The option has more values than it takes.
+    case extraValues(source: String, line: Int, option: String)
+    /// A value could not be parsed or is out of range.
+    case invalidValue(source: String, line: Int, option: String, value: String, expected: String)
+
+    public var description: String {
+        switch self {
+        case .unreadable(let path, let reason):
+            return "cannot read config file \(path): \(reason)"
+        case .unknownOption(let source, let line, let option):
+            return "\(source):\(line): unknown option '\(option)'"
+        case .unsupportedOption(let source, let line, let option):
+            return "\(source):\(line): option '\(option)' is not supported by this broker yet"
+        case .missingValue(let source, let line, let option):
+            return "\(source):\(line): option '\(option)' needs a value"
+        case .extraValues(let source, let line, let option):
+            return "\(source):\(line): option '\(option)' has too many values"
+        case .invalidValue(let source, let line, let option, let value, let expected):
+            return "\(source):\(line): invalid value '\(value)' for '\(option)': expected \(expected)"
+        }
+    }
+}

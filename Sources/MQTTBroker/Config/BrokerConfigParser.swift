@@ -1,0 +1,136 @@
+import Foundation
+public import Logging
+import MQTTCore
+import NIOCore
+
+/// Reads broker configuration files in mosquitto's syntax: one `option value…` per line,
+/// `#` starts a comment. The options this broker understands are documented in
+/// `broker-config/mqttchat.conf`.
+///
+/// Departures from mosquitto, all deliberate:
+/// - `listener PORT` without a bind address binds to 127.0.0.1 only (mosquitto binds every
+///   interface); write `listener PORT 0.0.0.0` to listen everywhere.
+/// - Options mosquitto knows but this broker does not implement yet are refused with an
+///   error instead of being ignored, so a config never silently loses a security setting.
+/// - `connect_timeout SECONDS` and `log_level LEVEL` exist only here.
+public enum BrokerConfigParser {
+    /// Reads and parses the file at `path`.
+    public static func load(path: String) throws(BrokerConfigError) -> BrokerSettings {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw .unreadable(path: path, reason: String(describing: error))
+        }
+        return try parse(text, source: path)
+    }
+
+    /// Parses configuration text; `source` names it in errors.
+    public static func parse(_ text: String, source: String = "<config>") throws(BrokerConfigError) -> BrokerSettings {
+        var settings = BrokerSettings()
+        var listeners: [BrokerConfiguration.Listener] = []
+        var logTypeLevel: Logger.Level?
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = ConfigLine(rawLine, source: source, number: index + 1)
+            guard let option = line.option else { continue }
+            try apply(option, line, to: &settings, listeners: &listeners, logTypeLevel: &logTypeLevel)
+        }
+        if !listeners.isEmpty {
+            settings.configuration.listeners = listeners
+        }
+        if let logTypeLevel {
+            settings.logLevel = logTypeLevel
+        }
+        return settings
+    }
+
+    /// Options refused until the broker implements them.
+    static let notYetSupported: Set<String> = [
+        "persistence_location", "autosave_interval", "password_file", "acl_file", "cafile", "capath",
+        "certfile", "keyfile", "require_certificate", "tls_version", "max_connections", "max_queued_bytes",
+        "bind_address", "bind_interface", "protocol", "mount_point", "include_dir", "plugin", "auth_plugin",
+        "psk_file", "use_identity_as_username", "allow_zero_length_clientid", "persistent_client_expiration",
+        "message_size_limit", "upgrade_outgoing_qos", "socket_domain", "http_dir", "websockets_log_level",
+        "per_listener_settings", "connection", "address",
+    ]
+
+    // swiftlint:disable:next cyclomatic_complexity function_body_length
+    private static func apply(
+        _ option: String,
+        _ line: ConfigLine,
+        to settings: inout BrokerSettings,
+        listeners: inout [BrokerConfiguration.Listener],
+        logTypeLevel: inout Logger.Level?
+    ) throws(BrokerConfigError) {
+        switch option {
+        case "listener":
+            let values = try line.values(1...2)
+            let port = try line.integer(values[0], in: 0...65535)
+            let host = values.count == 2 ? values[1] : "127.0.0.1"
+            listeners.append(BrokerConfiguration.Listener(host: host, port: port))
+        case "allow_anonymous":
+            settings.configuration.allowAnonymous = try line.bool(line.single())
+        case "max_inflight_messages":
+            settings.configuration.maxInflightMessages = try line.integer(line.single(), in: 0...65535)
+        case "max_queued_messages":
+            settings.configuration.maxQueuedMessages = try line.integer(line.single(), in: 0...Int(Int32.max))
+        case "max_packet_size":
+            let size = try line.integer(line.single(), in: 0...MQTTPacketDecoder.protocolMaximumPacketSize + 5)
+            settings.configuration.maxPacketSize = size == 0 ? MQTTPacketDecoder.protocolMaximumPacketSize : size
+        case "max_qos":
+            let value = try line.integer(line.single(), in: 0...2)
+            settings.configuration.maxQoS = QoS(rawValue: UInt8(value)) ?? .exactlyOnce
+        case "retain_available":
+            settings.configuration.retainAvailable = try line.bool(line.single())
+        case "sys_interval":
+            let seconds = try line.integer(line.single(), in: 0...86_400)
+            settings.configuration.sysInterval = seconds == 0 ? nil : .seconds(Int64(seconds))
+        case "max_keepalive":
+            settings.configuration.maxKeepalive = UInt16(try line.integer(line.single(), in: 0...65535))
+        case "connect_timeout":
+            let seconds = try line.integer(line.single(), in: 1...3600)
+            settings.configuration.connectTimeout = .seconds(Int64(seconds))
+        case "persistence":
+            // Only `false` until durable persistence lands: `true` must not silently lose data.
+            if try line.bool(line.single()) {
+                throw .unsupportedOption(source: line.source, line: line.number, option: "persistence true")
+            }
+        case "queue_qos0_messages":
+            if try line.bool(line.single()) {
+                throw .unsupportedOption(source: line.source, line: line.number, option: "queue_qos0_messages true")
+            }
+        case "log_dest":
+            let values = try line.values(1...2)
+            switch values[0] {
+            case "stdout": settings.logDestination = .stdout
+            case "stderr": settings.logDestination = .stderr
+            case "none": settings.logDestination = .none
+            default:
+                throw .invalidValue(
+                    source: line.source, line: line.number, option: option, value: values[0],
+                    expected: "stdout, stderr or none")
+            }
+        case "log_type":
+            let level = try line.logTypeLevel(line.single())
+            logTypeLevel = mostVerbose(logTypeLevel, level)
+        case "log_level":
+            let value = try line.single()
+            guard let level = Logger.Level(rawValue: value) else {
+                throw .invalidValue(
+                    source: line.source, line: line.number, option: option, value: value,
+                    expected: "trace, debug, info, notice, warning, error or critical")
+            }
+            settings.logLevel = level
+        default:
+            if notYetSupported.contains(option) {
+                throw .unsupportedOption(source: line.source, line: line.number, option: option)
+            }
+            throw .unknownOption(source: line.source, line: line.number, option: option)
+        }
+    }
+
+    private static func mostVerbose(_ lhs: Logger.Level?, _ rhs: Logger.Level) -> Logger.Level {
+        guard let lhs else { return rhs }
+        return min(lhs, rhs)
+    }
+}

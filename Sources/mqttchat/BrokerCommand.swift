@@ -1,0 +1,70 @@
+import ArgumentParser
+import Foundation
+import Logging
+import MQTTBroker
+import ServiceLifecycle
+
+/// `mqttchat broker`: runs the native mini broker until SIGINT or SIGTERM.
+struct BrokerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "broker",
+        abstract: "Run the mqttchat MQTT broker (mosquitto-style config file).",
+        discussion: """
+            Without a config file the broker listens on 127.0.0.1:1883 only, as mosquitto 2 does.
+            The shipped, commented example is broker-config/mqttchat.conf.
+            """
+    )
+
+    @Option(name: [.short, .customLong("config")], help: "Configuration file in mosquitto syntax.")
+    var configFile: String?
+
+    @Option(name: .shortAndLong, help: "Listen on this port (127.0.0.1) instead of the configured listeners; 0 picks a free port.")
+    var port: Int?
+
+    @Flag(name: .shortAndLong, help: "Log at debug level.")
+    var verbose = false
+
+    func run() async throws {
+        var settings = BrokerSettings()
+        if let configFile {
+            do {
+                settings = try BrokerConfigParser.load(path: configFile)
+            } catch {
+                FileHandle.standardError.write(Data("mqttchat broker: \(error)\n".utf8))
+                throw ExitCode(ExitCodes.configInvalid)
+            }
+        }
+        if let port {
+            guard (0...65535).contains(port) else {
+                throw ValidationError("--port must be between 0 and 65535")
+            }
+            settings.configuration.listeners = [.init(host: "127.0.0.1", port: port)]
+        }
+        if verbose {
+            settings.logLevel = .debug
+        }
+        let logger = LogSetup.bootstrap(level: settings.logLevel, destination: settings.logDestination)
+
+        let broker = MQTTBrokerServer(configuration: settings.configuration, logger: logger)
+        let addresses: [String]
+        do {
+            addresses = try await broker.start().map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" }
+        } catch {
+            FileHandle.standardError.write(Data("mqttchat broker: cannot listen: \(error)\n".utf8))
+            await broker.shutdown()
+            throw ExitCode(ExitCodes.listenFailed)
+        }
+        // A stable, parseable readiness line (scripts read the port from it when they pass -p 0).
+        print("mqttchat broker listening on \(addresses.joined(separator: " "))")
+        fflush(stdout)
+
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [broker],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+        )
+        try await group.run()
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import MQTTBroker
+import MQTTCore
+import NIOCore
+import Testing
+
+@Suite("Broker config parser")
+struct BrokerConfigParserTests {
+    @Test("an empty file gives the defaults: loopback 1883, anonymous allowed")
+    func defaults() throws {
+        let settings = try BrokerConfigParser.parse("")
+        #expect(settings.configuration.listeners == [.init(host: "127.0.0.1", port: 1883)])
+        #expect(settings.configuration.allowAnonymous)
+        #expect(settings.logLevel == .info)
+    }
+
+    @Test("every supported option is applied")
+    func options() throws {
+        let text = """
+            # comment line
+            listener 0
+            listener 18830 0.0.0.0   # trailing comment
+            allow_anonymous false
+            max_inflight_messages 5
+            max_queued_messages 7
+            max_packet_size 1024
+            max_qos 1
+            retain_available false
+            sys_interval 0
+            max_keepalive 120
+            connect_timeout 3
+            persistence false
+            log_dest stdout
+            log_type warning
+            log_type debug
+            """
+        let settings = try BrokerConfigParser.parse(text)
+        let config = settings.configuration
+        #expect(config.listeners == [.init(host: "127.0.0.1", port: 0), .init(host: "0.0.0.0", port: 18830)])
+        #expect(config.allowAnonymous == false)
+        #expect(config.maxInflightMessages == 5)
+        #expect(config.maxQueuedMessages == 7)
+        #expect(config.maxPacketSize == 1024)
+        #expect(config.maxQoS == .atLeastOnce)
+        #expect(config.retainAvailable == false)
+        #expect(config.sysInterval == nil)
+        #expect(config.maxKeepalive == 120)
+        #expect(config.connectTimeout == .seconds(3))
+        #expect(settings.logDestination == .stdout)
+        #expect(settings.logLevel == .debug)
+    }
+
+    @Test("errors name the file, line and option")
+    func errors() {
+        let cases: [(String, BrokerConfigError)] = [
+            ("bogus 1", .unknownOption(source: "t", line: 1, option: "bogus")),
+            ("\npassword_file /x", .unsupportedOption(source: "t", line: 2, option: "password_file")),
+            ("persistence true", .unsupportedOption(source: "t", line: 1, option: "persistence true")),
+            ("listener", .missingValue(source: "t", line: 1, option: "listener")),
+            ("max_qos 1 2", .extraValues(source: "t", line: 1, option: "max_qos")),
+            ("max_qos 3", .invalidValue(source: "t", line: 1, option: "max_qos", value: "3", expected: "an integer in 0...2")),
+            ("listener 70000", .invalidValue(source: "t", line: 1, option: "listener", value: "70000", expected: "an integer in 0...65535")),
+            ("allow_anonymous yes", .invalidValue(source: "t", line: 1, option: "allow_anonymous", value: "yes", expected: "true or false")),
+        ]
+        for (text, expected) in cases {
+            #expect(throws: expected, "\(text)") { try BrokerConfigParser.parse(text, source: "t") }
+        }
+    }
+
+    @Test("the shipped broker-config/mqttchat.conf parses to a loopback-only listener")
+    func shippedConfig() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let settings = try BrokerConfigParser.load(path: root.appendingPathComponent("broker-config/mqttchat.conf").path)
+        #expect(settings.configuration.listeners == [.init(host: "127.0.0.1", port: 1883)])
+        #expect(settings.configuration.maxInflightMessages == 20)
+        #expect(settings.configuration.sysInterval == .seconds(10))
+    }
+
+    @Test("a missing file is a clear error")
+    func missingFile() {
+        #expect(throws: BrokerConfigError.self) { try BrokerConfigParser.load(path: "/nonexistent/mqttchat.conf") }
+    }
+}
