@@ -339,7 +339,7 @@ class SubProcess:
 
     def __init__(self, broker: Broker, topic: str, count: int, qos: int = 0, wait: int = 8,
                  extra: list[str] | None = None):
-        self.args = ["mosquitto_sub", "-h", "127.0.0.1", "-p", str(broker.port), "-V", "mqttv311",
+        self.args = ["stdbuf", "-oL", "mosquitto_sub", "-h", "127.0.0.1", "-p", str(broker.port), "-V", "mqttv311",
                      "-t", topic, "-q", str(qos), "-C", str(count), "-W", str(wait), "-d",
                      "-F", "MSG|%t|%q|%r|%p"] + (extra or [])
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
