@@ -276,7 +276,7 @@ class Client:
         self.c.loop_stop()
 
     def stop(self) -> None:
-        """Closes without DISCONNECT is not possible through paho: this is a clean stop."""
+        """Teardown: DISCONNECT if still connected, then stop the network thread."""
         try:
             self.c.disconnect()
         except Exception:
