@@ -5,8 +5,8 @@ import time
 import mqtt_raw as raw
 
 # mosquitto 2.0.11 scans for expired keepalives only every 5 s (whole-second clock), so a silent
-# client is closed between 1.5 x keepalive and 1.5 x keepalive + ~6 s there.
-MOSQUITTO_SCAN_SLACK = 6.0
+# client is closed between 1.5 x keepalive and 1.5 x keepalive + ~6 s there (bound below: +7 s).
+MOSQUITTO_SCAN_SLACK = 7.0
 
 
 def test_silent_client_disconnected_after_keepalive(broker, raw_factory):
@@ -20,16 +20,19 @@ def test_silent_client_disconnected_after_keepalive(broker, raw_factory):
 
 
 def test_silent_client_disconnected_promptly(broker, raw_factory, departure):
-    # MQTT-3.1.2-24: "within one and a half times the Keep Alive time period" -> disconnect. Allow
-    # 1 s of timer granularity on top of 1.5 x 2 s.
+    # MQTT-3.1.2-24: no packet "within one and a half times the Keep Alive time period" -> the server
+    # MUST disconnect. Allowed here: [1 x keepalive, 1.5 x keepalive + 1.1 s] for two clients (KA 1 s)
+    # connected one after the other; their windows are disjoint and both lie within 5 s, so a broker
+    # that only scans every 5 s cannot meet both, whatever its scan phase.
     departure("mosquitto", "mosquitto 2.0.11 checks keepalives only every 5 seconds, so a silent "
               "client is disconnected up to ~5 s after 1.5 x keepalive (MQTT-3.1.2-24, section 3.1.2.10)")
-    c = raw_factory(broker)
-    c.connect_ok("ka-prompt", keepalive=2)
-    start = time.monotonic()
-    assert not c.closed_within(2.0)
-    assert c.closed_within(2.0), "not disconnected within 1.5 x keepalive + 1 s"
-    assert 2.0 <= time.monotonic() - start <= 4.1
+    for name in ("ka-prompt-a", "ka-prompt-b"):
+        c = raw_factory(broker)
+        c.connect_ok(name, keepalive=1)
+        start = time.monotonic()
+        assert not c.closed_within(1.0), f"{name}: closed before one keepalive period"
+        assert c.closed_within(1.6), f"{name}: not disconnected within 1.5 x keepalive + 1.1 s"
+        time.sleep(max(0.0, 2.7 - (time.monotonic() - start)))
 
 
 def test_pingreq_keeps_connection_alive(broker, raw_factory):

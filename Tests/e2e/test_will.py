@@ -44,7 +44,7 @@ def test_will_on_keepalive_expiry(broker, raw_factory):
     c.connect_ok("will-ka", keepalive=1, will=(topic, b"timeout", 1, False))
     start = time.monotonic()
     # Bound: 1.5 x keepalive plus mosquitto 2.0.11's 5 s keepalive scan period (see test_keepalive.py).
-    p = w.next_publish(timeout=1.5 + 6)
+    p = w.next_publish(timeout=1.5 + 7)
     assert p.payload == b"timeout"
     assert time.monotonic() - start >= 0.9
     assert c.closed_within(2)
