@@ -94,7 +94,11 @@ let package = Package(
         // MARK: Tests
         .testTarget(
             name: "MQTTCoreTests",
-            dependencies: ["MQTTCore", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: [
+                "MQTTCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "MQTTBrokerTests",

@@ -1,0 +1,87 @@
+import NIOCore
+
+/// The fixed header every MQTT control packet starts with (MQTT 3.1.1 section 2.2).
+struct FixedHeader: Sendable, Hashable {
+    /// The packet type from the high nibble of the first byte.
+    var type: PacketType
+    /// The low nibble of the first byte (already validated for `type`).
+    var flags: UInt8
+    /// The number of bytes after the fixed header (variable header plus payload).
+    var remainingLength: Int
+    /// The size of the fixed header itself: the first byte plus 1 to 4 remaining length bytes.
+    var byteCount: Int
+
+    /// The size of the whole packet.
+    var packetSize: Int { byteCount + remainingLength }
+
+    /// Parses and validates the fixed header at the buffer's reader index without moving it.
+    ///
+    /// Type, flags and remaining length are each checked as soon as their bytes are present, so a bad first byte
+    /// or an oversized length is rejected before the rest of the packet arrives.
+    ///
+    /// - Returns: nil when the buffer ends inside the fixed header.
+    static func peek(in buffer: ByteBuffer, maximumRemainingLength: Int) throws(MQTTCodecError) -> FixedHeader? {
+        guard let first = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self) else { return nil }
+        let flags = first & 0x0F
+        let type = try validatedType(first >> 4)
+        try validate(flags: flags, for: type)
+        guard let (remainingLength, lengthByteCount) = try buffer.getMQTTVariableByteInteger(at: buffer.readerIndex + 1)
+        else { return nil }
+        guard remainingLength <= maximumRemainingLength else {
+            throw .packetTooLarge(size: remainingLength, maximum: maximumRemainingLength)
+        }
+        if let required = requiredRemainingLength(of: type), remainingLength != required {
+            throw .invalidRemainingLength(packetType: type, remainingLength: remainingLength)
+        }
+        return FixedHeader(type: type, flags: flags, remainingLength: remainingLength, byteCount: 1 + lengthByteCount)
+    }
+
+    /// Maps the type nibble to a packet type, rejecting 0 and (before MQTT 5) 15.
+    private static func validatedType(_ nibble: UInt8) throws(MQTTCodecError) -> PacketType {
+        guard let type = PacketType(rawValue: nibble), type != .auth else { throw .reservedPacketType(nibble) }
+        return type
+    }
+
+    /// Checks the low nibble against the values MQTT 3.1.1 table 2.2 allows for `type`.
+    static func validate(flags: UInt8, for type: PacketType) throws(MQTTCodecError) {
+        if type == .publish {
+            let qosBits = (flags >> 1) & 0b11
+            guard qosBits != 0b11 else { throw .invalidPublishQoS }
+            guard !(qosBits == 0 && flags & 0b1000 != 0) else { throw .duplicateFlagOnQoS0 }
+            return
+        }
+        guard flags == requiredFlags(of: type) else {
+            throw .invalidFixedHeaderFlags(packetType: type, flags: flags)
+        }
+    }
+
+    /// The fixed flags of every packet type except PUBLISH, whose flags carry DUP, QoS and RETAIN.
+    static func requiredFlags(of type: PacketType) -> UInt8 {
+        switch type {
+        case .pubrel, .subscribe, .unsubscribe:
+            return 0b0010
+        case .connect, .connack, .publish, .puback, .pubrec, .pubcomp, .suback, .unsuback, .pingreq, .pingresp,
+            .disconnect, .auth:
+            return 0
+        }
+    }
+
+    /// The remaining length MQTT 3.1.1 fixes for `type`, or nil when it varies.
+    static func requiredRemainingLength(of type: PacketType) -> Int? {
+        switch type {
+        case .connack, .puback, .pubrec, .pubrel, .pubcomp, .unsuback:
+            return 2
+        case .pingreq, .pingresp, .disconnect:
+            return 0
+        case .connect, .publish, .subscribe, .suback, .unsubscribe, .auth:
+            return nil
+        }
+    }
+}
+
+extension ByteBuffer {
+    /// Throws ``MQTTCodecError/trailingBytes(count:)`` unless every byte of the packet body has been read.
+    func expectMQTTPacketEnd() throws(MQTTCodecError) {
+        guard readableBytes == 0 else { throw .trailingBytes(count: readableBytes) }
+    }
+}

@@ -1,0 +1,109 @@
+/// Everything that can be wrong with MQTT bytes on the wire, or with a packet that is to be encoded.
+///
+/// Every case is one distinct rule of MQTT 3.1.1 (the spec's normative statement is cited where there is one),
+/// so that callers and tests can tell exactly which rule a peer broke. Map a case to what goes back on the wire
+/// with ``connectReturnCode`` (3.1.1 CONNACK) or ``reasonCode`` (MQTT 5 reason code).
+public enum MQTTCodecError: Error, Sendable, Hashable {
+    // MARK: Fixed header
+
+    /// The packet type nibble is 0 (reserved) or 15 (AUTH, which does not exist before MQTT 5) (MQTT 3.1.1 2.2.1).
+    case reservedPacketType(UInt8)
+    /// The low nibble of the first byte differs from the value the spec fixes for this packet type: 0b0010 for
+    /// PUBREL, SUBSCRIBE and UNSUBSCRIBE, 0 for all others except PUBLISH (MQTT-2.2.2-1, MQTT-2.2.2-2).
+    case invalidFixedHeaderFlags(packetType: PacketType, flags: UInt8)
+    /// A PUBLISH fixed header has both QoS bits set (QoS 3) (MQTT-3.3.1-4).
+    case invalidPublishQoS
+    /// A QoS 0 PUBLISH has its DUP flag set (MQTT-3.3.1-2).
+    case duplicateFlagOnQoS0
+    /// The remaining length's variable byte integer continues past its fourth byte (MQTT 3.1.1 2.2.3).
+    case remainingLengthTooLong
+    /// The remaining length (variable header plus payload, not counting the fixed header) exceeds the maximum
+    /// the decoder is configured with, or the protocol's 268,435,455 when encoding.
+    case packetTooLarge(size: Int, maximum: Int)
+    /// A packet whose remaining length the spec fixes (2 for CONNACK, PUBACK, PUBREC, PUBREL, PUBCOMP, UNSUBACK;
+    /// 0 for PINGREQ, PINGRESP, DISCONNECT) announces another remaining length.
+    case invalidRemainingLength(packetType: PacketType, remainingLength: Int)
+
+    // MARK: Packet structure
+
+    /// A fixed-width field (a byte, a two-byte integer, a length prefix) lies past the end of the packet.
+    case unexpectedEndOfPacket
+    /// A UTF-8 string's or binary field's length prefix announces more bytes than the packet has left.
+    case lengthPrefixExceedsPacket(declared: Int, available: Int)
+    /// Bytes remain after the last field of the packet (the remaining length is larger than the fields).
+    case trailingBytes(count: Int)
+
+    // MARK: Strings and binary data
+
+    /// A string is not well-formed UTF-8: a bad or truncated sequence, an overlong encoding, a surrogate code
+    /// point (U+D800...U+DFFF), or a code point above U+10FFFF (MQTT-1.5.3-1).
+    case invalidUTF8
+    /// A string contains the null character U+0000 (MQTT-1.5.3-2).
+    case nullCharacterInString
+    /// A string to encode is longer than 65,535 bytes in UTF-8, the most its two-byte length prefix can express.
+    case stringTooLong(byteCount: Int)
+    /// Binary data to encode (will payload, password) is longer than 65,535 bytes, the most its prefix can express.
+    case binaryDataTooLong(byteCount: Int)
+
+    // MARK: Topics
+
+    /// A topic name (PUBLISH, will) is empty (MQTT-4.7.3-1).
+    case emptyTopicName
+    /// A topic name (PUBLISH, will) contains a wildcard character '+' or '#' (MQTT-3.3.2-2).
+    case wildcardInTopicName
+    /// A topic filter (SUBSCRIBE, UNSUBSCRIBE) is empty (MQTT-4.7.3-1).
+    case emptyTopicFilter
+    /// A topic filter has '+' or '#' sharing a level with other characters, as in "sport+" (MQTT-4.7.1-2, MQTT-4.7.1-3).
+    case wildcardNotWholeLevel
+    /// A topic filter has '#' before its last level, as in "a/#/b" or "#/" (MQTT-4.7.1-2).
+    case multiLevelWildcardNotLast
+
+    // MARK: Packet identifiers and subscriptions
+
+    /// A packet identifier is 0 where the spec requires a non-zero one (MQTT-2.3.1-1).
+    case zeroPacketIdentifier
+    /// A QoS 1 or 2 PUBLISH to encode has no packet identifier (MQTT-2.3.1-1).
+    case missingPacketIdentifier
+    /// A SUBSCRIBE requests QoS 3 for a filter (MQTT-3-8.3-4).
+    case invalidSubscriptionQoS(UInt8)
+    /// A SUBSCRIBE's requested-QoS byte has one of its six reserved upper bits set (MQTT-3-8.3-4).
+    case subscriptionOptionsReservedBitsSet(UInt8)
+    /// A SUBSCRIBE carries no topic filter (MQTT-3.8.3-3).
+    case subscribeWithoutFilters
+    /// An UNSUBSCRIBE carries no topic filter (MQTT-3.10.3-2).
+    case unsubscribeWithoutFilters
+    /// A SUBACK carries no return code (it must carry one per requested filter, MQTT-3.8.4-5).
+    case subAckWithoutReturnCodes
+    /// A SUBACK return code is not 0x00, 0x01, 0x02 or 0x80 (MQTT-3.9.3-2).
+    case invalidSubAckReturnCode(UInt8)
+
+    // MARK: CONNECT
+
+    /// The CONNECT protocol name is neither "MQTT" nor "MQIsdp" (MQTT-3.1.2-1).
+    case invalidProtocolName(String)
+    /// The CONNECT protocol level is not supported with its protocol name: only "MQTT" with 4 and "MQIsdp" with 3
+    /// are (MQTT-3.1.2-2). MQTT 5 (level 5) is reported here too until it is implemented. Answered with CONNACK 0x01.
+    case unsupportedProtocolLevel(UInt8)
+    /// The reserved bit 0 of the CONNECT flags is set (MQTT-3.1.2-3).
+    case connectReservedFlagSet
+    /// The will flag is 0 but the will QoS or will retain flag is not 0 (MQTT-3.1.2-11, MQTT-3.1.2-13, MQTT-3.1.2-15).
+    case willQoSOrRetainWithoutWill
+    /// The will QoS is 3 (MQTT-3.1.2-14).
+    case invalidWillQoS
+    /// The password flag is set without the user name flag (MQTT-3.1.2-22).
+    case passwordWithoutUsername
+    /// The client identifier is empty while Clean Session is 0 (MQTT-3.1.3-7, MQTT-3.1.3-8). Answered with CONNACK 0x02.
+    case emptyClientIdentifierWithoutCleanSession
+    /// The client identifier is empty in an MQTT 3.1 ("MQIsdp") CONNECT, which requires 1 to 23 characters.
+    /// Answered with CONNACK 0x02.
+    case emptyClientIdentifierInMQTT31
+
+    // MARK: CONNACK
+
+    /// The CONNACK acknowledge flags have one of their reserved bits 7...1 set (MQTT 3.1.1 3.2.2.1).
+    case connAckReservedFlagsSet(UInt8)
+    /// The CONNACK return code is not one of the six defined in MQTT 3.1.1 (table 3.1).
+    case invalidConnAckReturnCode(UInt8)
+    /// A CONNACK with a non-zero return code has Session Present set (MQTT-3.2.2-4).
+    case sessionPresentWithErrorReturnCode
+}

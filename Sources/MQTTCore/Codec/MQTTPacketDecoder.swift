@@ -1,0 +1,67 @@
+public import NIOCore
+
+/// Decodes MQTT control packets from a byte stream (MQTT 3.1.1; MQTT 3.1 CONNECT too).
+///
+/// A value type without I/O: feed it whatever bytes have arrived and call ``decode(from:)`` until it returns nil.
+/// ``MQTTPacketDecoderHandler`` wraps it for a NIO pipeline.
+public struct MQTTPacketDecoder: Sendable {
+    /// 268,435,455: the largest remaining length the four-byte variable byte integer can express.
+    public static let protocolMaximumPacketSize = 268_435_455
+
+    /// The largest remaining length (variable header plus payload, not counting the 2 to 5 byte fixed header)
+    /// accepted; larger packets fail with ``MQTTCodecError/packetTooLarge(size:maximum:)`` as soon as their fixed
+    /// header is read.
+    public var maximumPacketSize: Int
+
+    /// The protocol version used to decode packets other than CONNECT (which announces its own). The broker sets it
+    /// after CONNECT. MQTT 3.1 and 3.1.1 share one wire format; ``MQTTProtocolVersion/v5`` is not supported yet and
+    /// makes every non-CONNECT packet fail with ``MQTTCodecError/unsupportedProtocolLevel(_:)``.
+    public var protocolVersion: MQTTProtocolVersion
+
+    /// Creates a decoder.
+    /// - Parameter maximumPacketSize: the largest remaining length to accept, clamped to
+    ///   ``protocolMaximumPacketSize``.
+    public init(maximumPacketSize: Int = MQTTPacketDecoder.protocolMaximumPacketSize) {
+        self.maximumPacketSize = min(maximumPacketSize, Self.protocolMaximumPacketSize)
+        self.protocolVersion = .v3_1_1
+    }
+
+    /// Decodes one packet from the front of `buffer`.
+    ///
+    /// - Returns: the packet, having consumed exactly its bytes; or nil when `buffer` does not yet hold a whole
+    ///   packet, in which case the reader index is unchanged.
+    /// - Throws: the rule the bytes break. An oversized packet is rejected as soon as its remaining length is
+    ///   readable, before its body arrives. The reader index is unchanged on error.
+    public mutating func decode(from buffer: inout ByteBuffer) throws(MQTTCodecError) -> MQTTPacket? {
+        guard let header = try FixedHeader.peek(in: buffer, maximumRemainingLength: maximumPacketSize),
+            var body = buffer.getSlice(at: buffer.readerIndex + header.byteCount, length: header.remainingLength)
+        else { return nil }
+        let packet = try decodeBody(&body, header: header)
+        buffer.moveReaderIndex(forwardBy: header.packetSize)
+        return packet
+    }
+
+    /// Decodes the variable header and payload of a packet whose fixed header has been validated.
+    private func decodeBody(_ body: inout ByteBuffer, header: FixedHeader) throws(MQTTCodecError) -> MQTTPacket {
+        if header.type != .connect, protocolVersion == .v5 {
+            throw .unsupportedProtocolLevel(protocolVersion.rawValue)
+        }
+        switch header.type {
+        case .connect: return .connect(try ConnectPacket.decode(from: &body))
+        case .connack: return .connack(try ConnAckPacket.decode(from: &body))
+        case .publish: return .publish(try PublishPacket.decode(from: &body, flags: header.flags))
+        case .puback: return .puback(try PubAckPacket.decode(from: &body))
+        case .pubrec: return .pubrec(try PubRecPacket.decode(from: &body))
+        case .pubrel: return .pubrel(try PubRelPacket.decode(from: &body))
+        case .pubcomp: return .pubcomp(try PubCompPacket.decode(from: &body))
+        case .subscribe: return .subscribe(try SubscribePacket.decode(from: &body))
+        case .suback: return .suback(try SubAckPacket.decode(from: &body))
+        case .unsubscribe: return .unsubscribe(try UnsubscribePacket.decode(from: &body))
+        case .unsuback: return .unsuback(try UnsubAckPacket.decode(from: &body))
+        case .pingreq: return .pingreq(try PingReqPacket.decode(from: &body))
+        case .pingresp: return .pingresp(try PingRespPacket.decode(from: &body))
+        case .disconnect: return .disconnect(try DisconnectPacket.decode(from: &body))
+        case .auth: throw .reservedPacketType(PacketType.auth.rawValue)  // FixedHeader.peek already rejects it.
+        }
+    }
+}

@@ -1,0 +1,81 @@
+public import NIOCore
+
+/// Encodes MQTT control packets (MQTT 3.1.1; MQTT 3.1 CONNECT too).
+///
+/// Each packet's remaining length is computed first, then the fixed header and the fields are written straight
+/// into the caller's buffer: no temporary buffers, one capacity reservation per packet.
+///
+/// MQTT 5-only fields of the model (properties, reason codes other than success) are not written in 3.1.1.
+/// For a QoS 0 PUBLISH the DUP flag and any packet identifier are left out, as MQTT-3.3.1-2 and MQTT-2.3.1-5
+/// require. Topic names and filters are not re-validated here (the broker only forwards validated ones); use
+/// ``MQTTTopic`` for user input.
+public enum MQTTPacketEncoder {
+    /// Appends the wire form of `packet` to `buffer`.
+    ///
+    /// - Parameter protocolVersion: the version negotiated on the connection; CONNECT uses its own
+    ///   ``ConnectPacket/protocolVersion``.
+    /// - Throws: ``MQTTCodecError`` for packets that cannot be encoded: a string or binary field over 65,535 bytes,
+    ///   a QoS 1 or 2 PUBLISH without packet identifier, a zero packet identifier, an empty SUBSCRIBE, UNSUBSCRIBE or
+    ///   SUBACK list, a remaining length over 268,435,455, or MQTT 5. `buffer` is unchanged on error.
+    public static func encode(
+        _ packet: MQTTPacket,
+        protocolVersion: MQTTProtocolVersion = .v3_1_1,
+        into buffer: inout ByteBuffer
+    ) throws(MQTTCodecError) {
+        if protocolVersion == .v5 { throw .unsupportedProtocolLevel(protocolVersion.rawValue) }
+        switch packet {
+        case .connect(let connect): try write(connect, into: &buffer)
+        case .connack(let connack): try write(connack, into: &buffer)
+        case .publish(let publish): try write(publish, into: &buffer)
+        case .puback(let puback): try write(puback, into: &buffer)
+        case .pubrec(let pubrec): try write(pubrec, into: &buffer)
+        case .pubrel(let pubrel): try write(pubrel, into: &buffer)
+        case .pubcomp(let pubcomp): try write(pubcomp, into: &buffer)
+        case .subscribe(let subscribe): try write(subscribe, into: &buffer)
+        case .suback(let suback): try write(suback, into: &buffer)
+        case .unsubscribe(let unsubscribe): try write(unsubscribe, into: &buffer)
+        case .unsuback(let unsuback): try write(unsuback, into: &buffer)
+        case .pingreq(let pingreq): try write(pingreq, into: &buffer)
+        case .pingresp(let pingresp): try write(pingresp, into: &buffer)
+        case .disconnect(let disconnect): try write(disconnect, into: &buffer)
+        }
+    }
+
+    /// Writes the fixed header, then the body, after validating and sizing the body.
+    private static func write(_ packet: some MQTTPacketBodyEncodable, into buffer: inout ByteBuffer)
+        throws(MQTTCodecError)
+    {
+        let remainingLength = try packet.remainingLength()
+        guard remainingLength <= MQTTPacketDecoder.protocolMaximumPacketSize else {
+            throw .packetTooLarge(size: remainingLength, maximum: MQTTPacketDecoder.protocolMaximumPacketSize)
+        }
+        buffer.reserveCapacity(
+            minimumWritableBytes: 1 + MQTTWireSize.variableByteInteger(remainingLength) + remainingLength)
+        buffer.writeInteger(packet.packetType.rawValue << 4 | packet.fixedHeaderFlags)
+        buffer.writeMQTTVariableByteInteger(remainingLength)
+        packet.encodeBody(into: &buffer)
+    }
+}
+
+/// What the encoder needs from each packet type; every packet's `+Codec.swift` file conforms.
+protocol MQTTPacketBodyEncodable {
+    /// The packet type written in the fixed header.
+    var packetType: PacketType { get }
+    /// The low nibble of the fixed header's first byte.
+    var fixedHeaderFlags: UInt8 { get }
+    /// Validates the packet for encoding and returns its remaining length (variable header plus payload).
+    func remainingLength() throws(MQTTCodecError) -> Int
+    /// Writes the variable header and payload; only called after ``remainingLength()`` succeeded.
+    func encodeBody(into buffer: inout ByteBuffer)
+}
+
+extension MQTTPacketBodyEncodable {
+    /// Most packet types have fixed flags (MQTT 3.1.1 table 2.2).
+    var fixedHeaderFlags: UInt8 { FixedHeader.requiredFlags(of: packetType) }
+}
+
+/// Checks a packet identifier for encoding (MQTT-2.3.1-1).
+func validatedForEncoding(packetID: UInt16) throws(MQTTCodecError) -> UInt16 {
+    guard packetID != 0 else { throw .zeroPacketIdentifier }
+    return packetID
+}
