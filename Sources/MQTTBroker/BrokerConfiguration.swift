@@ -33,7 +33,8 @@ public struct BrokerConfiguration: Sendable {
     /// QoS 1/2 messages queued per session behind the inflight window (or while offline); 0 means unlimited.
     /// Messages beyond the limit are dropped, counted and logged.
     public var maxQueuedMessages: Int = 1000
-    /// Largest packet (fixed header included) a client may send; bigger packets close the connection.
+    /// Largest remaining length (packet size without its 2 to 5 byte fixed header) a client may send; bigger
+    /// packets close the connection as soon as their fixed header arrives.
     public var maxPacketSize: Int = MQTTPacketDecoder.protocolMaximumPacketSize
     /// Highest QoS the broker grants; the granted QoS of a subscription is `min(requested, maxQoS)`.
     public var maxQoS: QoS = .exactlyOnce

@@ -1,7 +1,7 @@
 public import Logging
 public import NIOCore
 import MQTTCore
-import NIOPosix
+public import NIOPosix
 public import ServiceLifecycle
 
 /// The MQTT 3.1/3.1.1 broker: binds the configured listeners and serves clients until shut down.
@@ -104,7 +104,7 @@ public final class MQTTBrokerServer: Service, Sendable {
             for address in addresses {
                 self.logger.info("broker listening", metadata: ["address": "\(address)"])
             }
-            core.startSysPublishing()
+            boundCore.value.startSysPublishing()
             return addresses
         }
         state.value.startFuture = started

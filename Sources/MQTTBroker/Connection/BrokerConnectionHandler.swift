@@ -324,7 +324,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     }
 
     private func scheduleTimer(at deadline: NIODeadline) {
-        timer = core.eventLoop.scheduleTask(deadline: deadline) { [weak self] in
+        timer = core.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [weak self] in
             self?.timerFired()
         }
     }

@@ -29,7 +29,7 @@ final class BrokerCore {
     private var nextSessionKey: UInt64 = 0
     private var nextAssignedID: UInt64 = 0
     private(set) var isShuttingDown = false
-    private var sysTask: RepeatedTask?
+    private var sysTask: Scheduled<Void>?
 
     init(configuration: BrokerConfiguration, logger: Logger, eventLoop: any EventLoop) {
         self.configuration = configuration
@@ -305,8 +305,14 @@ final class BrokerCore {
         eventLoop.assertInEventLoop()
         guard let interval = configuration.sysInterval, interval.nanoseconds > 0, sysTask == nil else { return }
         publishSysTopics()
-        sysTask = eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] _ in
-            self?.publishSysTopics()
+        scheduleSysPublishing(in: interval)
+    }
+
+    private func scheduleSysPublishing(in interval: TimeAmount) {
+        sysTask = eventLoop.assumeIsolated().scheduleTask(in: interval) { [weak self] in
+            guard let self, !self.isShuttingDown else { return }
+            self.publishSysTopics()
+            self.scheduleSysPublishing(in: interval)
         }
     }
 
