@@ -60,6 +60,11 @@ public final class MQTTBrokerServer: Service, Sendable {
         try? await eventLoop.flatSubmit { self.shutdownOnLoop() }.get()
     }
 
+    /// Runs `body` with the broker core on its event loop (for tests and diagnostics); nil before ``start()``.
+    func withCore<T: Sendable>(_ body: @escaping @Sendable (BrokerCore) -> T) async throws -> T? {
+        try await eventLoop.submit { self.state.value.core.map(body) }.get()
+    }
+
     // MARK: On the broker loop
 
     private func startOnLoop() -> EventLoopFuture<[SocketAddress]> {
