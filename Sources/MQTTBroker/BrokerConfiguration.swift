@@ -1,0 +1,64 @@
+public import MQTTCore
+public import NIOCore
+
+/// Everything that tunes one broker instance. Every property has a default, so `BrokerConfiguration()` is a
+/// working anonymous broker on 127.0.0.1:1883.
+///
+/// The names follow mosquitto's configuration keys where one exists (`max_inflight_messages`,
+/// `max_queued_messages`, `max_packet_size`, `max_qos`, `retain_available`, `sys_interval`, `max_keepalive`,
+/// `allow_anonymous`), so a config-file parser can map them one to one.
+public struct BrokerConfiguration: Sendable {
+    /// One TCP listener.
+    public struct Listener: Sendable, Hashable {
+        /// The address to bind; the broker is meant to listen on loopback unless told otherwise.
+        public var host: String = "127.0.0.1"
+        /// The TCP port; 0 binds an ephemeral port (read it back from ``MQTTBrokerServer/start()``).
+        public var port: Int = 1883
+
+        /// Creates a listener description.
+        public init(host: String = "127.0.0.1", port: Int = 1883) {
+            self.host = host
+            self.port = port
+        }
+    }
+
+    /// The listeners to bind; each accepted connection shares the same broker state.
+    public var listeners: [Listener] = [.init()]
+    /// Whether clients that send no user name may connect. When false they get CONNACK 0x05 (not authorized).
+    public var allowAnonymous: Bool = true
+    /// Checks user name and password of clients that send one; `nil` accepts every user name.
+    public var authenticator: (any MQTTBrokerAuthenticator)? = nil
+    /// Outbound QoS 1/2 messages in flight per client (sent, not yet fully acknowledged); 0 means unlimited.
+    public var maxInflightMessages: Int = 20
+    /// QoS 1/2 messages queued per session behind the inflight window (or while offline); 0 means unlimited.
+    /// Messages beyond the limit are dropped, counted and logged.
+    public var maxQueuedMessages: Int = 1000
+    /// Largest remaining length (packet size without its 2 to 5 byte fixed header) a client may send; bigger
+    /// packets close the connection as soon as their fixed header arrives.
+    public var maxPacketSize: Int = MQTTPacketDecoder.protocolMaximumPacketSize
+    /// Highest QoS the broker grants; the granted QoS of a subscription is `min(requested, maxQoS)`.
+    public var maxQoS: QoS = .exactlyOnce
+    /// Whether retained messages are stored. When false, the retain flag of incoming PUBLISHes is ignored
+    /// (the message is forwarded as a normal one and nothing is stored).
+    public var retainAvailable: Bool = true
+    /// Sockets that send no CONNECT within this time are closed.
+    public var connectTimeout: TimeAmount = .seconds(10)
+    /// How often `$SYS/broker/...` statistics are published; `nil` or zero disables `$SYS`.
+    public var sysInterval: TimeAmount? = .seconds(10)
+    /// The largest keepalive the broker would like clients to use. MQTT 3.1.1 has no way to tell a client to use
+    /// a smaller value, so a larger keepalive is accepted and honoured as sent (logged at notice level).
+    public var maxKeepalive: UInt16 = 65535
+    /// Whether QoS 0 messages are queued for offline persistent sessions (mosquitto's `queue_qos0_messages`).
+    public var queueQoS0Messages: Bool = false
+
+    /// Creates the default configuration.
+    public init() {}
+}
+
+/// Decides whether a client that sent a user name may connect.
+///
+/// Called on the broker's event loop for every CONNECT that carries a user name: keep it fast and non-blocking.
+public protocol MQTTBrokerAuthenticator: Sendable {
+    /// Returns whether `username`/`password` may connect as `clientIdentifier`.
+    func authenticate(username: String, password: [UInt8]?, clientIdentifier: String) -> Bool
+}

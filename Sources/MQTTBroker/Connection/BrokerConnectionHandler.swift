@@ -1,0 +1,422 @@
+import Logging
+import MQTTCore
+import NIOCore
+
+/// One client connection: decodes bytes into packets, checks them against the ``ConnectionStateMachine``,
+/// dispatches each packet type to its handler method, and writes what the broker core and the session state
+/// machines decide. Writes are not flushed per packet; the core flushes every touched connection once per read
+/// batch.
+///
+/// Lives on the broker core's event loop, like the core itself.
+final class BrokerConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let core: BrokerCore
+    private var logger: Logger
+    private var context: ChannelHandlerContext?
+    private var decoder: MQTTPacketDecoder
+    private var cumulation: ByteBuffer?
+    private var stateMachine: ConnectionStateMachine
+    private var timer: Scheduled<Void>?
+    private let closePromise: EventLoopPromise<Void>
+    private var protocolVersion: MQTTProtocolVersion = .v3_1_1
+
+    /// The session attached by a successful CONNECT; set and cleared by the core.
+    var session: BrokerSession?
+    /// The will registered by CONNECT; published by the core when the connection ends without DISCONNECT.
+    private(set) var will: ConnectPacket.Will?
+    /// Whether there are unflushed writes (managed by ``BrokerCore/markDirty(_:)``).
+    var isDirty = false
+    /// The allocator of the channel, for encoding.
+    private(set) var allocator = ByteBufferAllocator()
+
+    /// Completes when the connection has ended (after the channel closed).
+    var closeFuture: EventLoopFuture<Void> { closePromise.futureResult }
+
+    init(core: BrokerCore) {
+        self.core = core
+        self.logger = core.logger
+        self.decoder = MQTTPacketDecoder(maximumPacketSize: core.configuration.maxPacketSize)
+        self.stateMachine = ConnectionStateMachine(acceptedAt: core.eventLoop.now, connectTimeout: core.configuration.connectTimeout)
+        self.closePromise = core.eventLoop.makePromise()
+    }
+
+    // MARK: Channel events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        self.allocator = context.channel.allocator
+        if let remote = context.channel.remoteAddress {
+            logger[metadataKey: "remote"] = "\(remote)"
+        }
+        if context.channel.isActive {
+            start()
+        }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        start()
+        context.fireChannelActive()
+    }
+
+    private var started = false
+
+    private func start() {
+        guard !started else { return }
+        started = true
+        stateMachine = ConnectionStateMachine(acceptedAt: core.eventLoop.now, connectTimeout: core.configuration.connectTimeout)
+        core.connectionOpened(self)
+        armTimer()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        core.statistics.bytesReceived += UInt64(bytes.readableBytes)
+        if cumulation == nil {
+            cumulation = bytes
+        } else {
+            cumulation?.writeBuffer(&bytes)
+        }
+        decodeAvailablePackets()
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        core.flushDirty()
+        context.fireChannelReadComplete()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        close(.connectionLost)
+        core.flushDirty()
+        signalClosed()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        signalClosed()
+    }
+
+    private var closeSignalled = false
+
+    private func signalClosed() {
+        guard !closeSignalled else { return }
+        closeSignalled = true
+        closePromise.succeed(())
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        logger.debug("connection error", metadata: ["error": "\(error)"])
+        close(.connectionLost)
+        core.flushDirty()
+    }
+
+    // MARK: Decoding
+
+    private func decodeAvailablePackets() {
+        guard var buffer = cumulation else { return }
+        cumulation = nil
+        defer {
+            if buffer.readableBytes > 0, stateMachine.isOpen {
+                cumulation = buffer
+            }
+        }
+        while stateMachine.isOpen {
+            let packet: MQTTPacket?
+            do {
+                packet = try decoder.decode(from: &buffer)
+            } catch {
+                rejectMalformed(error)
+                return
+            }
+            guard let packet else { return }
+            handle(packet)
+        }
+    }
+
+    /// The codec refused the bytes. Before CONNECT was accepted, an error that has a CONNACK code (e.g. an
+    /// unsupported protocol level, MQTT-3.1.2-2) is answered with that CONNACK first.
+    private func rejectMalformed(_ error: MQTTCodecError) {
+        if !stateMachine.isConnected, let code = error.connectReturnCode {
+            write(.connack(ConnAckPacket(sessionPresent: false, returnCode: code)))
+        }
+        close(.malformedPacket(error))
+    }
+
+    // MARK: Dispatch
+
+    private func handle(_ packet: MQTTPacket) {
+        switch stateMachine.packetReceived(packet.type, now: core.eventLoop.now) {
+        case .ignore:
+            return
+        case .close(let reason):
+            close(reason)
+            return
+        case .process:
+            core.statistics.messagesReceived += 1
+        }
+        logger.trace("received", metadata: ["packet": "\(packet.type)"])
+        switch packet {
+        case .connect(let connect): handleConnect(connect)
+        case .publish(let publish): handlePublish(publish)
+        case .puback(let puback): handlePubAck(puback)
+        case .pubrec(let pubrec): handlePubRec(pubrec)
+        case .pubrel(let pubrel): handlePubRel(pubrel)
+        case .pubcomp(let pubcomp): handlePubComp(pubcomp)
+        case .subscribe(let subscribe): handleSubscribe(subscribe)
+        case .unsubscribe(let unsubscribe): handleUnsubscribe(unsubscribe)
+        case .pingreq: handlePingReq()
+        case .disconnect: close(.clientDisconnected)
+        case .connack, .suback, .unsuback, .pingresp:
+            // The state machine already refuses these; kept explicit so the switch has no default.
+            close(.protocolViolation(.serverOnlyPacket(packet.type)))
+        }
+    }
+
+    // MARK: Packet handlers
+
+    private func handleConnect(_ connect: ConnectPacket) {
+        protocolVersion = connect.protocolVersion
+        switch core.connect(connect, connection: self) {
+        case .rejected(let code):
+            write(.connack(ConnAckPacket(sessionPresent: false, returnCode: code)))
+            close(.connectRejected(code))
+        case .accepted(let session, let sessionPresent):
+            decoder.protocolVersion = connect.protocolVersion
+            will = connect.will
+            logger[metadataKey: "client"] = "\(session.clientID)"
+            if connect.keepAliveSeconds > core.configuration.maxKeepalive {
+                logger.notice(
+                    "keepalive above max_keepalive accepted (MQTT 3.1.1 cannot negotiate it)",
+                    metadata: ["keepalive": "\(connect.keepAliveSeconds)"]
+                )
+            }
+            stateMachine.connectAccepted(keepAliveSeconds: connect.keepAliveSeconds, now: core.eventLoop.now)
+            armTimer()
+            logger.info(
+                "client connected",
+                metadata: [
+                    "cleanSession": "\(connect.cleanSession)", "keepalive": "\(connect.keepAliveSeconds)",
+                    "sessionPresent": "\(sessionPresent)", "protocol": "\(connect.protocolVersion)",
+                ]
+            )
+            write(.connack(ConnAckPacket(sessionPresent: sessionPresent, returnCode: .accepted)))
+            core.resumeDelivery(for: session)
+        }
+    }
+
+    private func handlePublish(_ publish: PublishPacket) {
+        guard let session = attachedSession() else { return }
+        core.statistics.publishReceived += 1
+        guard publish.qos <= core.configuration.maxQoS else {
+            close(.protocolViolation(.qosNotSupported(publish.qos)))
+            return
+        }
+        let message = BrokerMessage(
+            topic: publish.topic,
+            payload: publish.payload,
+            qos: publish.qos,
+            retain: publish.retain && core.configuration.retainAvailable
+        )
+        // Clients may not write the broker's own statistics: acknowledged, not routed.
+        let routable = !publish.topic.hasPrefix("$SYS")
+        if !routable {
+            logger.notice("PUBLISH to $SYS topic ignored", metadata: ["topic": "\(publish.topic)"])
+        }
+        switch publish.qos {
+        case .atMostOnce:
+            if routable { core.route(message) }
+        case .atLeastOnce:
+            guard let packetID = publish.packetID else {
+                close(.protocolViolation(.missingPacketID))
+                return
+            }
+            if routable { core.route(message) }
+            write(.puback(PubAckPacket(packetID: packetID)))
+        case .exactlyOnce:
+            guard let packetID = publish.packetID else {
+                close(.protocolViolation(.missingPacketID))
+                return
+            }
+            if session.inboundQoS2.publishReceived(packetID: packetID), routable {
+                core.route(message)
+            }
+            write(.pubrec(PubRecPacket(packetID: packetID)))
+        }
+    }
+
+    private func handlePubAck(_ puback: PubAckPacket) {
+        guard let session = attachedSession() else { return }
+        core.perform(session.outbound.pubAckReceived(packetID: puback.packetID), for: session)
+    }
+
+    private func handlePubRec(_ pubrec: PubRecPacket) {
+        guard let session = attachedSession() else { return }
+        core.perform(session.outbound.pubRecReceived(packetID: pubrec.packetID), for: session)
+    }
+
+    private func handlePubRel(_ pubrel: PubRelPacket) {
+        guard let session = attachedSession() else { return }
+        session.inboundQoS2.releaseReceived(packetID: pubrel.packetID)
+        write(.pubcomp(PubCompPacket(packetID: pubrel.packetID)))
+    }
+
+    private func handlePubComp(_ pubcomp: PubCompPacket) {
+        guard let session = attachedSession() else { return }
+        core.perform(session.outbound.pubCompReceived(packetID: pubcomp.packetID), for: session)
+    }
+
+    private func handleSubscribe(_ subscribe: SubscribePacket) {
+        guard let session = attachedSession() else { return }
+        var returnCodes: [SubAckReturnCode] = []
+        var accepted: [(filter: String, qos: QoS)] = []
+        returnCodes.reserveCapacity(subscribe.subscriptions.count)
+        for request in subscribe.subscriptions {
+            do {
+                try MQTTTopic.validateFilter(request.topicFilter)
+            } catch {
+                logger.notice("SUBSCRIBE refused", metadata: ["filter": "\(request.topicFilter)", "error": "\(error)"])
+                returnCodes.append(.failure)
+                continue
+            }
+            let granted = min(request.qos, core.configuration.maxQoS)
+            core.subscribe(session, to: request.topicFilter, qos: granted)
+            returnCodes.append(.granted(granted))
+            accepted.append((request.topicFilter, granted))
+            logger.debug("subscribed", metadata: ["filter": "\(request.topicFilter)", "qos": "\(granted.rawValue)"])
+        }
+        write(.suback(SubAckPacket(packetID: subscribe.packetID, returnCodes: returnCodes)))
+        for (filter, qos) in accepted {
+            core.deliverRetained(matching: filter, grantedQoS: qos, to: session)
+        }
+    }
+
+    private func handleUnsubscribe(_ unsubscribe: UnsubscribePacket) {
+        guard let session = attachedSession() else { return }
+        for filter in unsubscribe.topicFilters {
+            core.unsubscribe(session, from: filter)
+        }
+        write(.unsuback(UnsubAckPacket(packetID: unsubscribe.packetID)))
+    }
+
+    private func handlePingReq() {
+        write(.pingresp(PingRespPacket()))
+    }
+
+    /// The session of a connected client. The state machine only lets packets other than CONNECT through after
+    /// CONNECT was accepted, so a missing session means the connection is being torn down.
+    private func attachedSession() -> BrokerSession? {
+        guard let session else {
+            close(.connectionLost)
+            return nil
+        }
+        return session
+    }
+
+    // MARK: Timer
+
+    private func armTimer() {
+        timer?.cancel()
+        timer = nil
+        guard let deadline = stateMachine.nextDeadline else { return }
+        scheduleTimer(at: deadline)
+    }
+
+    private func scheduleTimer(at deadline: NIODeadline) {
+        timer = core.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [weak self] in
+            self?.timerFired()
+        }
+    }
+
+    private func timerFired() {
+        timer = nil
+        switch stateMachine.timerFired(now: core.eventLoop.now) {
+        case .rearm(let deadline):
+            scheduleTimer(at: deadline)
+        case .close(let reason):
+            close(reason, alreadyClosedInStateMachine: true)
+            core.flushDirty()
+        case .stop:
+            break
+        }
+    }
+
+    // MARK: Writing
+
+    /// Encodes and writes a packet without flushing.
+    func write(_ packet: MQTTPacket) {
+        guard let context else { return }
+        var buffer = allocator.buffer(capacity: 16)
+        do {
+            try MQTTPacketEncoder.encode(packet, protocolVersion: protocolVersion, into: &buffer)
+        } catch {
+            logger.error("could not encode outgoing packet", metadata: ["packet": "\(packet.type)", "error": "\(error)"])
+            return
+        }
+        core.statistics.messagesSent += 1
+        core.statistics.bytesSent += UInt64(buffer.readableBytes)
+        context.write(wrapOutboundOut(buffer), promise: nil)
+        core.markDirty(self)
+    }
+
+    /// Writes one outbound PUBLISH without flushing.
+    func writePublish(_ delivery: OutboundDelivery) {
+        guard context != nil else { return }
+        writeEncodedPublish(PublishEncoding.encode(delivery, allocator: allocator))
+    }
+
+    /// Writes an already encoded PUBLISH (shared between subscribers for QoS 0) without flushing.
+    func writeEncodedPublish(_ encoded: PublishEncoding.Encoded) {
+        guard let context else { return }
+        core.statistics.messagesSent += 1
+        core.statistics.publishSent += 1
+        core.statistics.bytesSent += UInt64(encoded.byteCount)
+        context.write(wrapOutboundOut(encoded.head), promise: nil)
+        if let payload = encoded.payload {
+            context.write(wrapOutboundOut(payload), promise: nil)
+        }
+        core.markDirty(self)
+    }
+
+    /// Flushes pending writes (called by the core once per batch).
+    func flushNow() {
+        isDirty = false
+        context?.flush()
+    }
+
+    // MARK: Closing
+
+    /// Ends the connection for `reason`: the single place that logs, detaches the session, lets the core
+    /// publish the will, flushes what is pending (e.g. a refusing CONNACK) and closes the socket. Idempotent.
+    func close(_ reason: CloseReason) {
+        close(reason, alreadyClosedInStateMachine: false)
+    }
+
+    private func close(_ reason: CloseReason, alreadyClosedInStateMachine: Bool) {
+        guard stateMachine.close() || alreadyClosedInStateMachine else { return }
+        timer?.cancel()
+        timer = nil
+        cumulation = nil
+        log(reason)
+        core.connectionEnded(self, reason: reason)
+        will = nil
+        if let context {
+            isDirty = false
+            context.flush()
+            context.close(promise: nil)
+        }
+    }
+
+    private func log(_ reason: CloseReason) {
+        let metadata: Logger.Metadata = ["reason": "\(reason)"]
+        switch reason {
+        case .clientDisconnected, .connectionLost, .takenOver, .serverShutdown:
+            logger.info("client disconnected", metadata: metadata)
+        case .keepaliveExpired, .connectTimeout, .connectRejected:
+            logger.notice("connection closed", metadata: metadata)
+        case .malformedPacket, .protocolViolation:
+            logger.warning("connection closed on protocol error", metadata: metadata)
+        }
+    }
+}

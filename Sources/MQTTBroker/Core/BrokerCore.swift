@@ -1,0 +1,342 @@
+import Logging
+import MQTTCore
+import NIOCore
+
+/// All broker state: sessions, the subscription index, the retained store and the statistics.
+///
+/// Confined to one event loop (like mosquitto's single thread): every method must be called on ``eventLoop``, and
+/// the connection handlers of every client live on that same loop, so the message path takes no locks. Nothing in
+/// here is global, so a later version can run one core per loop and route between them.
+final class BrokerCore {
+    /// The broker version announced on `$SYS/broker/version`.
+    static let version = "mqttchat 0.1.0"
+
+    let configuration: BrokerConfiguration
+    let logger: Logger
+    let eventLoop: any EventLoop
+    /// When the core was created, for `$SYS/broker/uptime`.
+    let startedAt: NIODeadline
+
+    var statistics = BrokerStatistics()
+    private var sessionsByClientID: [String: BrokerSession] = [:]
+    private var sessionsByKey: [SessionKey: BrokerSession] = [:]
+    private let subscriptionIndex = SubscriptionIndex<SessionKey>()
+    let retainedStore = RetainedStore()
+    /// Every open connection, connected or still waiting for CONNECT, for shutdown.
+    private var connections: [ObjectIdentifier: BrokerConnectionHandler] = [:]
+    /// Connections written to since the last flush.
+    private var dirtyConnections: [BrokerConnectionHandler] = []
+    private var nextSessionKey: UInt64 = 0
+    private var nextAssignedID: UInt64 = 0
+    private(set) var isShuttingDown = false
+    private var sysTask: Scheduled<Void>?
+
+    init(configuration: BrokerConfiguration, logger: Logger, eventLoop: any EventLoop) {
+        self.configuration = configuration
+        self.logger = logger
+        self.eventLoop = eventLoop
+        self.startedAt = eventLoop.now
+    }
+
+    /// The number of sessions with a connection attached.
+    var connectedClientCount: Int {
+        sessionsByKey.values.lazy.filter { $0.connection != nil }.count
+    }
+
+    /// The number of sessions, connected or not.
+    var sessionCount: Int { sessionsByKey.count }
+
+    /// The number of (client, filter) subscriptions.
+    var subscriptionCount: Int { subscriptionIndex.count }
+
+    /// The session stored for `clientID`, if any.
+    func session(forClientID clientID: String) -> BrokerSession? {
+        sessionsByClientID[clientID]
+    }
+
+    // MARK: Connections
+
+    /// A socket was accepted.
+    func connectionOpened(_ connection: BrokerConnectionHandler) {
+        eventLoop.assertInEventLoop()
+        connections[ObjectIdentifier(connection)] = connection
+    }
+
+    /// The outcome of CONNECT processing.
+    enum ConnectDecision {
+        /// Send CONNACK 0 with this session-present flag; the connection is attached to `session`.
+        case accepted(session: BrokerSession, sessionPresent: Bool)
+        /// Send CONNACK with this code (when the protocol level allows it) and close.
+        case rejected(ConnectReturnCode)
+    }
+
+    /// Handles CONNECT (MQTT 3.1.1 section 3.1.4): authentication, client identifier rules, takeover of an
+    /// existing connection, and session creation, resumption or discarding.
+    func connect(_ packet: ConnectPacket, connection: BrokerConnectionHandler) -> ConnectDecision {
+        eventLoop.assertInEventLoop()
+        guard packet.protocolVersion != .v5 else { return .rejected(.unacceptableProtocolVersion) }
+
+        var clientID = packet.clientIdentifier
+        if clientID.isEmpty {
+            guard packet.cleanSession else { return .rejected(.identifierRejected) }
+            clientID = assignClientID()
+        }
+        if let refusal = authenticate(packet, clientID: clientID) {
+            return .rejected(refusal)
+        }
+
+        // Takeover: the old connection ends without DISCONNECT, so its will is published (MQTT-3.1.4-2).
+        if let existing = sessionsByClientID[clientID], let old = existing.connection {
+            old.close(.takenOver)
+        }
+
+        let sessionPresent: Bool
+        let session: BrokerSession
+        if let existing = sessionsByClientID[clientID], !packet.cleanSession {
+            session = existing
+            sessionPresent = true
+        } else {
+            if let existing = sessionsByClientID[clientID] {
+                removeSession(existing)
+            }
+            session = makeSession(clientID: clientID, cleanSession: packet.cleanSession)
+            sessionPresent = false
+        }
+        session.cleanSession = packet.cleanSession
+        session.connection = connection
+        connection.session = session
+        statistics.maximumConnected = max(statistics.maximumConnected, connectedClientCount)
+        return .accepted(session: session, sessionPresent: sessionPresent)
+    }
+
+    /// After CONNACK: re-send what the session still owes the client, then the queue (MQTT-4.4.0-1).
+    func resumeDelivery(for session: BrokerSession) {
+        perform(session.outbound.resume(), for: session)
+    }
+
+    /// A connection ended for `reason`: detaches it from its session, discards a clean session and publishes the
+    /// will when the reason calls for it. Called exactly once per connection, by the connection itself.
+    func connectionEnded(_ connection: BrokerConnectionHandler, reason: CloseReason) {
+        eventLoop.assertInEventLoop()
+        connections[ObjectIdentifier(connection)] = nil
+        guard let session = connection.session else { return }
+        connection.session = nil
+        if session.connection === connection {
+            session.connection = nil
+            session.outbound.suspend()
+            if session.cleanSession {
+                removeSession(session)
+            }
+        }
+        if reason.publishesWill, !isShuttingDown, let will = connection.will {
+            logger.debug("publishing will", metadata: ["client": "\(session.clientID)", "topic": "\(will.topic)"])
+            route(
+                BrokerMessage(
+                    topic: will.topic,
+                    payload: will.payload,
+                    qos: min(will.qos, configuration.maxQoS),
+                    retain: will.retain && configuration.retainAvailable
+                )
+            )
+        }
+    }
+
+    // MARK: Messages
+
+    /// Routes an application message: updates the retained store and delivers a copy to every matching session,
+    /// once per session at `min(message QoS, highest granted QoS)` (MQTT-3.3.5-1), with RETAIN cleared
+    /// (MQTT-3.3.1-9). An empty retained message deletes the stored one and is still forwarded.
+    func route(_ message: BrokerMessage) {
+        if message.retain {
+            retainedStore.apply(message)
+        }
+        let matches = subscriptionIndex.matches(topic: message.topic)
+        guard !matches.isEmpty else { return }
+        var forwarded = message
+        forwarded.retain = false
+        var sharedQoS0: PublishEncoding.Encoded?
+        for (key, grantedQoS) in matches {
+            guard let session = sessionsByKey[key] else { continue }
+            let qos = min(message.qos, grantedQoS)
+            switch session.outbound.enqueue(forwarded, qos: qos, retain: false) {
+            case .send(let delivery):
+                guard let connection = session.connection else { continue }
+                if delivery.qos == .atMostOnce {
+                    // Every QoS 0 copy is byte-identical: encode once, share the buffers.
+                    let encoded = sharedQoS0 ?? PublishEncoding.encode(delivery, allocator: connection.allocator)
+                    sharedQoS0 = encoded
+                    connection.writeEncodedPublish(encoded)
+                } else {
+                    connection.writePublish(delivery)
+                }
+            case .queued, .discarded:
+                continue
+            case .dropped:
+                noteDropped(session)
+            }
+        }
+    }
+
+    /// Adds or replaces a subscription (re-subscribing replaces the QoS, MQTT-3.8.4-3).
+    func subscribe(_ session: BrokerSession, to filter: String, qos: QoS) {
+        session.subscriptions[filter] = qos
+        subscriptionIndex.subscribe(session.key, to: filter, qos: qos)
+    }
+
+    /// Sends the retained messages matching a new or renewed subscription, with RETAIN set (MQTT-3.3.1-6).
+    func deliverRetained(matching filter: String, grantedQoS: QoS, to session: BrokerSession) {
+        guard configuration.retainAvailable else { return }
+        for message in retainedStore.messages(matching: filter) {
+            offer(message, qos: min(message.qos, grantedQoS), retain: true, to: session)
+        }
+    }
+
+    /// Removes a subscription; unknown filters are ignored (UNSUBACK is sent anyway, MQTT-3.10.4-5).
+    func unsubscribe(_ session: BrokerSession, from filter: String) {
+        guard session.subscriptions.removeValue(forKey: filter) != nil else { return }
+        subscriptionIndex.unsubscribe(session.key, from: filter)
+    }
+
+    /// Writes the outcome of an outbound-flow event to the session's connection.
+    func perform(_ actions: [OutboundAction], for session: BrokerSession) {
+        guard let connection = session.connection else { return }
+        for action in actions {
+            switch action {
+            case .publish(let delivery):
+                connection.writePublish(delivery)
+            case .pubrel(let packetID):
+                connection.write(.pubrel(PubRelPacket(packetID: packetID)))
+            }
+        }
+    }
+
+    private func offer(_ message: BrokerMessage, qos: QoS, retain: Bool, to session: BrokerSession) {
+        switch session.outbound.enqueue(message, qos: qos, retain: retain) {
+        case .send(let delivery):
+            session.connection?.writePublish(delivery)
+        case .queued, .discarded:
+            break
+        case .dropped:
+            noteDropped(session)
+        }
+    }
+
+    private func noteDropped(_ session: BrokerSession) {
+        statistics.publishDropped += 1
+        logger.warning(
+            "session queue full, message dropped",
+            metadata: ["client": "\(session.clientID)", "dropped": "\(session.outbound.droppedCount)"]
+        )
+    }
+
+    // MARK: Flushing
+
+    /// Remembers that `connection` has unflushed writes.
+    func markDirty(_ connection: BrokerConnectionHandler) {
+        guard !connection.isDirty else { return }
+        connection.isDirty = true
+        dirtyConnections.append(connection)
+    }
+
+    /// Flushes every connection written to since the last call: once per read batch, not once per packet.
+    func flushDirty() {
+        guard !dirtyConnections.isEmpty else { return }
+        let pending = dirtyConnections
+        dirtyConnections.removeAll(keepingCapacity: true)
+        for connection in pending {
+            connection.flushNow()
+        }
+    }
+
+    // MARK: Sessions
+
+    private func makeSession(clientID: String, cleanSession: Bool) -> BrokerSession {
+        nextSessionKey += 1
+        let session = BrokerSession(
+            key: SessionKey(rawValue: nextSessionKey),
+            clientID: clientID,
+            cleanSession: cleanSession,
+            outbound: OutboundFlow(
+                maxInflight: configuration.maxInflightMessages,
+                maxQueued: configuration.maxQueuedMessages,
+                queueQoS0WhileOffline: configuration.queueQoS0Messages
+            )
+        )
+        sessionsByClientID[clientID] = session
+        sessionsByKey[session.key] = session
+        return session
+    }
+
+    private func removeSession(_ session: BrokerSession) {
+        for filter in session.subscriptions.keys {
+            subscriptionIndex.unsubscribe(session.key, from: filter)
+        }
+        session.subscriptions.removeAll()
+        sessionsByKey[session.key] = nil
+        if sessionsByClientID[session.clientID] === session {
+            sessionsByClientID[session.clientID] = nil
+        }
+    }
+
+    /// A unique identifier for a client that connected with an empty one (MQTT-3.1.3-6).
+    private func assignClientID() -> String {
+        repeat {
+            nextAssignedID += 1
+            let random = UInt32.random(in: 0...UInt32.max)
+            let candidate = "auto-\(String(random, radix: 16))-\(nextAssignedID)"
+            if sessionsByClientID[candidate] == nil { return candidate }
+        } while true
+    }
+
+    /// The authentication step of CONNECT: nil to accept, or the CONNACK code to refuse with.
+    private func authenticate(_ packet: ConnectPacket, clientID: String) -> ConnectReturnCode? {
+        guard let username = packet.username else {
+            return configuration.allowAnonymous ? nil : .notAuthorized
+        }
+        guard let authenticator = configuration.authenticator else { return nil }
+        let accepted = authenticator.authenticate(username: username, password: packet.password, clientIdentifier: clientID)
+        return accepted ? nil : .badUsernameOrPassword
+    }
+
+    // MARK: Life cycle
+
+    /// Starts the periodic `$SYS` publication, if configured.
+    func startSysPublishing() {
+        eventLoop.assertInEventLoop()
+        guard let interval = configuration.sysInterval, interval.nanoseconds > 0, sysTask == nil else { return }
+        publishSysTopics()
+        scheduleSysPublishing(in: interval)
+    }
+
+    private func scheduleSysPublishing(in interval: TimeAmount) {
+        sysTask = eventLoop.assumeIsolated().scheduleTask(in: interval) { [weak self] in
+            guard let self, !self.isShuttingDown else { return }
+            self.publishSysTopics()
+            self.scheduleSysPublishing(in: interval)
+        }
+    }
+
+    /// Publishes the current statistics as retained `$SYS/broker/...` messages.
+    func publishSysTopics() {
+        eventLoop.assertInEventLoop()
+        guard !isShuttingDown else { return }
+        for (topic, value) in SysTopics.values(of: self, now: eventLoop.now) {
+            route(BrokerMessage(topic: topic, payload: ByteBuffer(string: value), qos: .atMostOnce, retain: true))
+        }
+        flushDirty()
+    }
+
+    /// Closes every connection without publishing wills and stops the `$SYS` timer. Returns when all are closed.
+    func shutdown() -> EventLoopFuture<Void> {
+        eventLoop.assertInEventLoop()
+        isShuttingDown = true
+        sysTask?.cancel()
+        sysTask = nil
+        let open = Array(connections.values)
+        let closed = open.map { $0.closeFuture }
+        for connection in open {
+            connection.close(.serverShutdown)
+        }
+        return EventLoopFuture.andAllComplete(closed, on: eventLoop)
+    }
+}

@@ -1,0 +1,31 @@
+import MQTTCore
+
+/// Identifies a session inside one broker core; cheaper to hash than the client identifier and never reused.
+struct SessionKey: Hashable, Sendable {
+    let rawValue: UInt64
+}
+
+/// The state the broker keeps for one client identifier (MQTT 3.1.1 section 4.1): its subscriptions, the
+/// outbound QoS 1/2 flow and the inbound QoS 2 identifiers, plus the connection currently attached, if any.
+///
+/// The protocol logic lives in the value-type state machines it holds; this class only gives the session an
+/// identity the subscription index can point at. Confined to the broker's event loop.
+final class BrokerSession {
+    let key: SessionKey
+    let clientID: String
+    /// Clean session flag of the connection that created or last resumed the session.
+    var cleanSession: Bool
+    /// Topic filter -> granted QoS.
+    var subscriptions: [String: QoS] = [:]
+    var outbound: OutboundFlow
+    var inboundQoS2 = InboundQoS2Tracker()
+    /// The connection attached to the session; nil while the client is offline.
+    var connection: BrokerConnectionHandler?
+
+    init(key: SessionKey, clientID: String, cleanSession: Bool, outbound: OutboundFlow) {
+        self.key = key
+        self.clientID = clientID
+        self.cleanSession = cleanSession
+        self.outbound = outbound
+    }
+}

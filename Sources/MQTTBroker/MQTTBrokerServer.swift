@@ -1,0 +1,137 @@
+public import Logging
+public import NIOCore
+import MQTTCore
+public import NIOPosix
+public import ServiceLifecycle
+
+/// The MQTT 3.1/3.1.1 broker: binds the configured listeners and serves clients until shut down.
+///
+/// All broker state lives on one event loop of `eventLoopGroup` (chosen once with `next()`); every accepted
+/// connection is served on that loop too, so the message path takes no locks. Use it as a `ServiceLifecycle`
+/// service (``run()``) or drive it directly with ``start()`` and ``shutdown()``.
+public final class MQTTBrokerServer: Service, Sendable {
+    private struct State {
+        var core: BrokerCore?
+        var serverChannels: [any Channel] = []
+        var boundAddresses: [SocketAddress] = []
+        var isShutDown = false
+        var startFuture: EventLoopFuture<[SocketAddress]>?
+        var shutdownFuture: EventLoopFuture<Void>?
+    }
+
+    private let configuration: BrokerConfiguration
+    private let logger: Logger
+    private let eventLoop: any EventLoop
+    private let state: NIOLoopBoundBox<State>
+
+    /// Creates a broker; nothing is bound until ``start()`` or ``run()``.
+    public init(
+        configuration: BrokerConfiguration,
+        logger: Logger = Logger(label: "mqttchat.broker"),
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) {
+        self.configuration = configuration
+        self.logger = logger
+        self.eventLoop = eventLoopGroup.next()
+        self.state = NIOLoopBoundBox.makeBoxSendingValue(State(), eventLoop: eventLoop)
+    }
+
+    /// Binds every listener and returns the bound addresses, in listener order (port 0 becomes the real port).
+    /// Calling it again returns the same addresses. Throws if a listener cannot be bound (the others are closed).
+    @discardableResult
+    public func start() async throws -> [SocketAddress] {
+        try await eventLoop.flatSubmit { self.startOnLoop() }.get()
+    }
+
+    /// Service entry point: starts if needed, runs until graceful shutdown or task cancellation, then closes the
+    /// listeners and every connection (publishing nothing extra, not even wills) and returns.
+    public func run() async throws {
+        try await start()
+        do {
+            try await gracefulShutdown()
+        } catch {
+            // Cancelled: shut down all the same.
+        }
+        await shutdown()
+    }
+
+    /// Stops the listeners and closes all connections without publishing wills; idempotent.
+    public func shutdown() async {
+        try? await eventLoop.flatSubmit { self.shutdownOnLoop() }.get()
+    }
+
+    /// Runs `body` with the broker core on its event loop (for tests and diagnostics); nil before ``start()``.
+    func withCore<T: Sendable>(_ body: @escaping @Sendable (BrokerCore) -> T) async throws -> T? {
+        try await eventLoop.submit { self.state.value.core.map(body) }.get()
+    }
+
+    // MARK: On the broker loop
+
+    private func startOnLoop() -> EventLoopFuture<[SocketAddress]> {
+        if let started = state.value.startFuture { return started }
+        guard !state.value.isShutDown else {
+            return eventLoop.makeFailedFuture(MQTTBrokerError.alreadyShutDown)
+        }
+        let core = BrokerCore(configuration: configuration, logger: logger, eventLoop: eventLoop)
+        state.value.core = core
+        let boundCore = NIOLoopBound(core, eventLoop: eventLoop)
+        let bootstrap = ServerBootstrap(group: eventLoop, childGroup: eventLoop)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.socketOption(.so_keepalive), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(BrokerConnectionHandler(core: boundCore.value))
+                }
+            }
+
+        let binds = configuration.listeners.map { listener in
+            bootstrap.bind(host: listener.host, port: listener.port)
+        }
+        let started = EventLoopFuture.whenAllComplete(binds, on: eventLoop).flatMapThrowing { results -> [SocketAddress] in
+            var channels: [any Channel] = []
+            var firstError: (any Error)?
+            for result in results {
+                switch result {
+                case .success(let channel): channels.append(channel)
+                case .failure(let error): firstError = firstError ?? error
+                }
+            }
+            self.state.value.serverChannels = channels
+            if let firstError {
+                for channel in channels { channel.close(promise: nil) }
+                self.state.value.serverChannels = []
+                throw firstError
+            }
+            let addresses = channels.compactMap { $0.localAddress }
+            self.state.value.boundAddresses = addresses
+            for address in addresses {
+                self.logger.info("broker listening", metadata: ["address": "\(address)"])
+            }
+            boundCore.value.startSysPublishing()
+            return addresses
+        }
+        state.value.startFuture = started
+        return started
+    }
+
+    private func shutdownOnLoop() -> EventLoopFuture<Void> {
+        if let shutdown = state.value.shutdownFuture { return shutdown }
+        state.value.isShutDown = true
+        let listenersClosed = state.value.serverChannels.map { $0.close() }
+        state.value.serverChannels = []
+        let connectionsClosed = state.value.core?.shutdown() ?? eventLoop.makeSucceededVoidFuture()
+        let done = EventLoopFuture.whenAllComplete(listenersClosed + [connectionsClosed], on: eventLoop).map { _ in
+            self.logger.info("broker stopped")
+        }
+        state.value.shutdownFuture = done
+        return done
+    }
+}
+
+/// Errors thrown by ``MQTTBrokerServer``.
+public enum MQTTBrokerError: Error, Sendable, Hashable {
+    /// ``MQTTBrokerServer/start()`` was called after ``MQTTBrokerServer/shutdown()``.
+    case alreadyShutDown
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Logging
+import NIOCore
+
+@testable import MQTTBroker
+
+/// Starts an in-process broker on an ephemeral loopback port for one test and always shuts it down.
+func withLiveBroker<T>(
+    _ configure: (inout BrokerConfiguration) -> Void = { _ in },
+    _ body: (MQTTBrokerServer, SocketAddress) async throws -> T
+) async throws -> T {
+    var configuration = BrokerConfiguration()
+    configuration.listeners = [.init(host: "127.0.0.1", port: 0)]
+    configuration.sysInterval = nil
+    configure(&configuration)
+    var logger = Logger(label: "mqttchat.broker.test")
+    logger.logLevel = ProcessInfo.processInfo.environment["BROKER_TEST_LOG"] == nil ? .critical : .trace
+    let server = MQTTBrokerServer(configuration: configuration, logger: logger)
+    let address = try await server.start()[0]
+    do {
+        let result = try await body(server, address)
+        await server.shutdown()
+        return result
+    } catch {
+        await server.shutdown()
+        throw error
+    }
+}
+
+extension MQTTBrokerServer {
+    /// Waits (bounded) until the broker holds `count` subscriptions, so a test knows a subscriber is ready.
+    func waitForSubscriptions(_ count: Int, timeout: Duration = .seconds(5)) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await withCore({ $0.subscriptionCount }) == count { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+}
+
+/// Output and exit status of a finished process.
+struct ProcessResult {
+    var status: Int32
+    var output: String
+}
+
+/// Runs an executable with arguments, killing it after `timeout`.
+func runProcess(_ path: String, _ arguments: [String], timeout: Duration = .seconds(15)) async throws -> ProcessResult {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let deadline = ContinuousClock.now + timeout
+    while process.isRunning, ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    if process.isRunning {
+        process.terminate()
+        process.waitUntilExit()
+    }
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    return ProcessResult(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
+}
+
+extension SocketAddress {
+    /// The port as a string for command line tools.
+    var portString: String { port.map(String.init) ?? "0" }
+}

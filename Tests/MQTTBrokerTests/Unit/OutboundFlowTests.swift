@@ -1,0 +1,186 @@
+import MQTTCore
+import NIOCore
+import Testing
+
+@testable import MQTTBroker
+
+@Suite("OutboundFlow")
+struct OutboundFlowTests {
+    func message(_ n: Int, topic: String = "t", qos: QoS = .atLeastOnce) -> BrokerMessage {
+        BrokerMessage(topic: topic, payload: ByteBuffer(string: "m\(n)"), qos: qos, retain: false)
+    }
+
+    func payloads(_ actions: [OutboundAction]) -> [String] {
+        actions.compactMap {
+            if case .publish(let delivery) = $0 { return String(buffer: delivery.message.payload) }
+            return nil
+        }
+    }
+
+    @Test("the inflight window caps unacknowledged messages; the rest queue and leave in order")
+    func windowAndQueueOrder() {
+        var flow = OutboundFlow(maxInflight: 2, maxQueued: 10)
+        _ = flow.resume()
+        var sentIDs: [UInt16] = []
+        for n in 1...5 {
+            let outcome = flow.enqueue(message(n), qos: .atLeastOnce, retain: false)
+            if n <= 2 {
+                guard case .send(let delivery) = outcome, let id = delivery.packetID else {
+                    Issue.record("message \(n) should be sent, got \(outcome)")
+                    return
+                }
+                sentIDs.append(id)
+            } else {
+                #expect(outcome == .queued)
+            }
+        }
+        #expect(flow.inflightCount == 2)
+        #expect(flow.queuedCount == 3)
+
+        // Acknowledging one releases exactly one, the oldest queued.
+        #expect(payloads(flow.pubAckReceived(packetID: sentIDs[0])) == ["m3"])
+        // An unknown or repeated PUBACK releases nothing.
+        #expect(flow.pubAckReceived(packetID: sentIDs[0]).isEmpty)
+        #expect(payloads(flow.pubAckReceived(packetID: sentIDs[1])) == ["m4"])
+        #expect(flow.queuedCount == 1)
+    }
+
+    @Test("a new message queues behind older queued ones even when the window has room (order per topic)")
+    func newMessagesDoNotOvertakeQueue() {
+        var flow = OutboundFlow(maxInflight: 1, maxQueued: 10)
+        // Offline: everything queues.
+        #expect(flow.enqueue(message(1), qos: .atLeastOnce, retain: false) == .queued)
+        #expect(flow.enqueue(message(2), qos: .atLeastOnce, retain: false) == .queued)
+        let resumed = flow.resume()
+        #expect(payloads(resumed) == ["m1"])
+        #expect(flow.enqueue(message(3), qos: .atLeastOnce, retain: false) == .queued)
+        guard case .publish(let first) = resumed.first, let id = first.packetID else {
+            Issue.record("expected a publish")
+            return
+        }
+        #expect(payloads(flow.pubAckReceived(packetID: id)) == ["m2"])
+    }
+
+    @Test("queue overflow drops and counts; QoS 0 for offline clients is not queued")
+    func queueBoundsAndQoS0() {
+        var flow = OutboundFlow(maxInflight: 1, maxQueued: 2)
+        #expect(flow.enqueue(message(1, qos: .atMostOnce), qos: .atMostOnce, retain: false) == .discarded)
+        #expect(flow.enqueue(message(2), qos: .atLeastOnce, retain: false) == .queued)
+        #expect(flow.enqueue(message(3), qos: .exactlyOnce, retain: false) == .queued)
+        #expect(flow.enqueue(message(4), qos: .atLeastOnce, retain: false) == .dropped)
+        #expect(flow.droppedCount == 1)
+        _ = flow.resume()
+        // Online QoS 0 bypasses the window.
+        guard case .send(let delivery) = flow.enqueue(message(5, qos: .atMostOnce), qos: .atMostOnce, retain: false) else {
+            Issue.record("QoS 0 should be sent at once")
+            return
+        }
+        #expect(delivery.packetID == nil)
+    }
+
+    @Test("packet identifiers wrap from 65535 to 1 and skip identifiers still in flight")
+    func packetIDWraparound() {
+        var flow = OutboundFlow(maxInflight: 0, maxQueued: 0)
+        _ = flow.resume()
+        var firstIDs: [UInt16] = []
+        for n in 1...3 {
+            if case .send(let delivery) = flow.enqueue(message(n), qos: .atLeastOnce, retain: false), let id = delivery.packetID {
+                firstIDs.append(id)
+            }
+        }
+        #expect(firstIDs == [1, 2, 3])
+        // Complete 3, keep 1 and 2 in flight, then cycle through the whole identifier space.
+        _ = flow.pubAckReceived(packetID: 3)
+        var lastID: UInt16 = 3
+        for n in 4...65535 {
+            guard case .send(let delivery) = flow.enqueue(message(n), qos: .atLeastOnce, retain: false), let id = delivery.packetID else {
+                Issue.record("message \(n) not sent")
+                return
+            }
+            lastID = id
+            _ = flow.pubAckReceived(packetID: id)
+        }
+        #expect(lastID == 65535)
+        // Next after 65535 wraps to 1 and 2, both in flight: the allocator must skip to 3.
+        guard case .send(let wrapped) = flow.enqueue(message(0), qos: .atLeastOnce, retain: false) else {
+            Issue.record("not sent")
+            return
+        }
+        #expect(wrapped.packetID == 3)
+        #expect(flow.inflightCount == 3)
+    }
+
+    @Test("QoS 2 outbound: PUBREC answers PUBREL, PUBCOMP completes and frees the slot")
+    func qos2Outbound() {
+        var flow = OutboundFlow(maxInflight: 1, maxQueued: 10)
+        _ = flow.resume()
+        guard case .send(let delivery) = flow.enqueue(message(1, qos: .exactlyOnce), qos: .exactlyOnce, retain: false),
+            let id = delivery.packetID
+        else {
+            Issue.record("not sent")
+            return
+        }
+        #expect(flow.enqueue(message(2), qos: .atLeastOnce, retain: false) == .queued)
+        // PUBACK is not the right answer for QoS 2: nothing happens.
+        #expect(flow.pubAckReceived(packetID: id).isEmpty)
+        #expect(flow.pubRecReceived(packetID: id) == [.pubrel(id)])
+        #expect(payloads(flow.pubCompReceived(packetID: id)) == ["m2"])
+        #expect(flow.inflightCount == 1)
+    }
+
+    @Test("resume re-sends unacknowledged PUBLISHes with DUP and pending PUBRELs in order, then the queue")
+    func resumeResendsWithDup() {
+        var flow = OutboundFlow(maxInflight: 3, maxQueued: 10)
+        _ = flow.resume()
+        var ids: [UInt16] = []
+        for n in 1...3 {
+            let qos: QoS = n == 2 ? .exactlyOnce : .atLeastOnce
+            if case .send(let delivery) = flow.enqueue(message(n, qos: qos), qos: qos, retain: false), let id = delivery.packetID {
+                ids.append(id)
+            }
+        }
+        #expect(ids.count == 3)
+        _ = flow.pubRecReceived(packetID: ids[1])  // message 2 is now waiting for PUBCOMP
+        flow.suspend()
+        #expect(flow.enqueue(message(4), qos: .atLeastOnce, retain: false) == .queued)
+
+        let actions = flow.resume()
+        guard actions.count == 3,
+            case .publish(let first) = actions[0],
+            case .pubrel(let releasedID) = actions[1],
+            case .publish(let third) = actions[2]
+        else {
+            Issue.record("unexpected resume actions \(actions)")
+            return
+        }
+        #expect(first.packetID == ids[0] && first.dup && String(buffer: first.message.payload) == "m1")
+        #expect(releasedID == ids[1])
+        #expect(third.packetID == ids[2] && third.dup)
+        // The window is full (3 inflight), so message 4 stays queued until an acknowledgement.
+        #expect(flow.queuedCount == 1)
+        let released = flow.pubAckReceived(packetID: ids[0])
+        guard case .publish(let fourth) = released.first else {
+            Issue.record("queued message not released")
+            return
+        }
+        #expect(!fourth.dup && String(buffer: fourth.message.payload) == "m4")
+    }
+}
+
+@Suite("InboundQoS2Tracker")
+struct InboundQoS2TrackerTests {
+    @Test("a re-sent QoS 2 PUBLISH is not forwarded again until PUBREL releases the identifier")
+    func duplicateSuppression() {
+        var tracker = InboundQoS2Tracker()
+        let first = tracker.publishReceived(packetID: 7)
+        let duplicate = tracker.publishReceived(packetID: 7)
+        let other = tracker.publishReceived(packetID: 8)
+        #expect(first && !duplicate && other)
+        tracker.releaseReceived(packetID: 7)
+        tracker.releaseReceived(packetID: 99)  // unknown: harmless
+        #expect(tracker.pendingIDs == [8])
+        // After release the identifier may be reused for a new message.
+        let reused = tracker.publishReceived(packetID: 7)
+        #expect(reused)
+    }
+}

@@ -1,0 +1,103 @@
+import MQTTCore
+import NIOCore
+import Testing
+
+@testable import MQTTBroker
+
+@Suite("SubscriptionIndex")
+struct SubscriptionIndexTests {
+    @Test("wildcards match per level; '#' also matches the parent level")
+    func wildcardMatching() {
+        let index = SubscriptionIndex<String>()
+        index.subscribe("a", to: "sport/tennis/+", qos: .atMostOnce)
+        index.subscribe("b", to: "sport/#", qos: .atMostOnce)
+        index.subscribe("c", to: "+/+", qos: .atMostOnce)
+        index.subscribe("d", to: "#", qos: .atMostOnce)
+        index.subscribe("e", to: "sport/tennis/player1", qos: .atMostOnce)
+        index.subscribe("f", to: "/+", qos: .atMostOnce)
+
+        #expect(Set(index.matches(topic: "sport/tennis/player1").keys) == ["a", "b", "d", "e"])
+        #expect(Set(index.matches(topic: "sport").keys) == ["b", "d"])
+        #expect(Set(index.matches(topic: "sport/tennis").keys) == ["b", "c", "d"])
+        #expect(Set(index.matches(topic: "/finance").keys) == ["c", "d", "f"])
+        #expect(Set(index.matches(topic: "other/x/y").keys) == ["d"])
+    }
+
+    @Test("overlapping subscriptions yield one entry per subscriber at the highest QoS")
+    func overlapsTakeMaxQoS() {
+        let index = SubscriptionIndex<String>()
+        index.subscribe("a", to: "x/#", qos: .atMostOnce)
+        index.subscribe("a", to: "x/+", qos: .exactlyOnce)
+        index.subscribe("a", to: "x/y", qos: .atLeastOnce)
+        index.subscribe("b", to: "x/y", qos: .atLeastOnce)
+        #expect(index.matches(topic: "x/y") == ["a": .exactlyOnce, "b": .atLeastOnce])
+        #expect(index.count == 4)
+    }
+
+    @Test("topics starting with '$' are not matched by filters starting with a wildcard")
+    func dollarTopics() {
+        let index = SubscriptionIndex<String>()
+        index.subscribe("all", to: "#", qos: .atMostOnce)
+        index.subscribe("plus", to: "+/broker/uptime", qos: .atMostOnce)
+        index.subscribe("sys", to: "$SYS/#", qos: .atMostOnce)
+        index.subscribe("sysplus", to: "$SYS/+/uptime", qos: .atMostOnce)
+        #expect(Set(index.matches(topic: "$SYS/broker/uptime").keys) == ["sys", "sysplus"])
+        #expect(Set(index.matches(topic: "$SYS/broker/load").keys) == ["sys"])
+        #expect(Set(index.matches(topic: "$other").keys).isEmpty)
+        #expect(Set(index.matches(topic: "a/broker/uptime").keys) == ["all", "plus"])
+    }
+
+    @Test("re-subscribing replaces the QoS; unsubscribing removes only that filter")
+    func replaceAndRemove() {
+        let index = SubscriptionIndex<String>()
+        #expect(index.subscribe("a", to: "t/+", qos: .atMostOnce))
+        #expect(!index.subscribe("a", to: "t/+", qos: .exactlyOnce))
+        #expect(index.matches(topic: "t/1") == ["a": .exactlyOnce])
+        index.subscribe("a", to: "t/1", qos: .atMostOnce)
+        #expect(index.unsubscribe("a", from: "t/+"))
+        #expect(!index.unsubscribe("a", from: "t/+"))
+        #expect(!index.unsubscribe("a", from: "never/subscribed"))
+        #expect(index.matches(topic: "t/1") == ["a": .atMostOnce])
+        #expect(index.unsubscribe("a", from: "t/1"))
+        #expect(index.matches(topic: "t/1").isEmpty)
+        #expect(index.count == 0)
+    }
+}
+
+@Suite("RetainedStore")
+struct RetainedStoreTests {
+    func retained(_ topic: String, _ payload: String, qos: QoS = .atMostOnce) -> BrokerMessage {
+        BrokerMessage(topic: topic, payload: ByteBuffer(string: payload), qos: qos, retain: true)
+    }
+
+    @Test("a newer retained message replaces the stored one; an empty payload deletes it")
+    func replaceAndDelete() {
+        let store = RetainedStore()
+        store.apply(retained("a/b", "one"))
+        store.apply(retained("a/b", "two", qos: .atLeastOnce))
+        #expect(store.count == 1)
+        #expect(store.message(forTopic: "a/b").map { String(buffer: $0.payload) } == "two")
+        #expect(store.message(forTopic: "a/b")?.qos == .atLeastOnce)
+        store.apply(retained("a/b", ""))
+        #expect(store.count == 0)
+        #expect(store.message(forTopic: "a/b") == nil)
+        store.apply(retained("never/stored", ""))
+        #expect(store.count == 0)
+    }
+
+    @Test("a filter walks only matching topics; wildcards skip '$' topics at the first level")
+    func filterMatching() {
+        let store = RetainedStore()
+        for topic in ["a", "a/b", "a/b/c", "a/x/c", "b/b", "$SYS/broker/uptime"] {
+            store.apply(retained(topic, topic))
+        }
+        func topics(_ filter: String) -> Set<String> { Set(store.messages(matching: filter).map(\.topic)) }
+        #expect(topics("a/#") == ["a", "a/b", "a/b/c", "a/x/c"])
+        #expect(topics("a/+/c") == ["a/b/c", "a/x/c"])
+        #expect(topics("+/b") == ["a/b", "b/b"])
+        #expect(topics("#") == ["a", "a/b", "a/b/c", "a/x/c", "b/b"])
+        #expect(topics("+/broker/uptime").isEmpty)
+        #expect(topics("$SYS/#") == ["$SYS/broker/uptime"])
+        #expect(topics("a/b") == ["a/b"])
+    }
+}
