@@ -24,6 +24,42 @@ enum DecoderOracle {
         for (packet, wireBytes) in zip(whole.packets, whole.packetBytes) {
             checkRoundTrip(packet, originalBytes: wireBytes)
         }
+        checkTopicMatching(whole.packets)
+    }
+
+    /// Runs ``MQTTTopic`` over the topic names and filters the fuzzer got past the decoder, with properties that
+    /// hold for every valid name `t` and filter `f`: `t` is a valid filter matching itself, `#` matches `t` unless
+    /// it starts with `$` (MQTT-4.7.2-1), and a filter without wildcards matches exactly the equal topic.
+    private static func checkTopicMatching(_ packets: [MQTTPacket]) {
+        var names: [String] = []
+        var filters: [String] = []
+        for packet in packets {
+            switch packet {
+            case .publish(let publish): names.append(publish.topic)
+            case .connect(let connect): if let will = connect.will { names.append(will.topic) }
+            case .subscribe(let subscribe): filters += subscribe.subscriptions.map(\.topicFilter)
+            case .unsubscribe(let unsubscribe): filters += unsubscribe.topicFilters
+            case .connack, .puback, .pubrec, .pubrel, .pubcomp, .suback, .unsuback, .pingreq, .pingresp, .disconnect:
+                continue
+            }
+        }
+        for name in names {
+            do {
+                try MQTTTopic.validateFilter(name)
+            } catch {
+                preconditionFailure("the valid topic name \(name.debugDescription) is not a valid filter: \(error)")
+            }
+            precondition(MQTTTopic.matches(filter: name, topic: name), "\(name.debugDescription) does not match itself")
+            precondition(
+                MQTTTopic.matches(filter: "#", topic: name) == !name.hasPrefix("$"),
+                "'#' against \(name.debugDescription)")
+            for filter in filters {
+                let matched = MQTTTopic.matches(filter: filter, topic: name)
+                if !filter.utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "#") }) {
+                    precondition(matched == filter.utf8.elementsEqual(name.utf8), "\(filter.debugDescription) vs \(name.debugDescription)")
+                }
+            }
+        }
     }
 
     /// With a small maximum the decoder must produce the same packets up to the first one that is too large, and
