@@ -91,6 +91,15 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        // MARK: Fuzzing
+        // libFuzzer target for the packet decoder: scripts/fuzz.sh builds it with -DFUZZING and the fuzzer and
+        // address sanitizers; a plain build is a corpus replayer (FuzzPacketDecoder FILE_OR_DIR...).
+        .executableTarget(
+            name: "FuzzPacketDecoder",
+            dependencies: ["MQTTCore", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: strictSettings
+        ),
+
         // MARK: Tests
         .testTarget(
             name: "MQTTCoreTests",
