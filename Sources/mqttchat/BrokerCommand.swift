@@ -55,8 +55,7 @@ struct BrokerCommand: AsyncParsableCommand {
             throw ExitCode(ExitCodes.listenFailed)
         }
         // A stable, parseable readiness line (scripts read the port from it when they pass -p 0).
-        print("mqttchat broker listening on \(addresses.joined(separator: " "))")
-        fflush(stdout)
+        FileHandle.standardOutput.write(Data("mqttchat broker listening on \(addresses.joined(separator: " "))\n".utf8))
 
         let group = ServiceGroup(
             configuration: .init(
