@@ -56,7 +56,6 @@ public struct ChatInboundInterpreter: Sendable {
                 record(envelope, sender: sender, profile: direct.user, in: .direct(with: peer), content: .text(direct.text)))
 
         case .roomMessages(let room):
-            guard envelope.room == room.rawValue else { throw .topicMismatch(topic: topic) }
             return try roomMessage(envelope, sender: sender, room: room, topic: topic)
         }
     }
@@ -64,6 +63,9 @@ public struct ChatInboundInterpreter: Sendable {
     private func roomMessage(_ envelope: ProtoEnvelope, sender: UserID, room: RoomName, topic: String)
         throws(ChatInboundError) -> ChatInbound
     {
+        if case .direct? = envelope.body { throw .unexpectedBody(topic: topic) }
+        if case .status? = envelope.body { throw .unexpectedBody(topic: topic) }
+        guard envelope.room == room.rawValue else { throw .topicMismatch(topic: topic) }
         switch envelope.body {
         case .join(let join)?:
             return .joinAnnouncement(room: room, member: ChatMember(id: sender, profile: UserProfile(join.user)))
