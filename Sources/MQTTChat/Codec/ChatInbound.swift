@@ -3,9 +3,9 @@ public enum ChatInbound: Sendable, Hashable {
     /// A change to retained membership or status, for the presence tracker.
     case presence(PresenceInput)
     /// A member announced in a room that it joined.
-    case joinAnnouncement(room: RoomName, member: ChatMember)
+    case joinAnnouncement(room: RoomName, member: ChatMember, messageID: String)
     /// A member announced in a room that it left.
-    case leaveAnnouncement(room: RoomName, member: ChatMember)
+    case leaveAnnouncement(room: RoomName, member: ChatMember, messageID: String)
     /// A text, gift or direct message.
     case message(ChatMessageRecord)
     /// A heartbeat of `sender` in `room` (never stored).

@@ -68,9 +68,11 @@ public struct ChatInboundInterpreter: Sendable {
         guard envelope.room == room.rawValue else { throw .topicMismatch(topic: topic) }
         switch envelope.body {
         case .join(let join)?:
-            return .joinAnnouncement(room: room, member: ChatMember(id: sender, profile: UserProfile(join.user)))
+            return .joinAnnouncement(
+                room: room, member: ChatMember(id: sender, profile: UserProfile(join.user)), messageID: envelope.messageID)
         case .leave(let leave)?:
-            return .leaveAnnouncement(room: room, member: ChatMember(id: sender, profile: UserProfile(leave.user)))
+            return .leaveAnnouncement(
+                room: room, member: ChatMember(id: sender, profile: UserProfile(leave.user)), messageID: envelope.messageID)
         case .text(let text)?:
             return .message(record(envelope, sender: sender, profile: text.user, in: .room(room), content: .text(text.text)))
         case .gift(let gift)?:

@@ -61,6 +61,11 @@ public struct PresenceTracker: Sendable {
         }
     }
 
+    /// Drops everything known about `room` (after leaving it); reports nothing.
+    public mutating func forget(room: RoomName) {
+        memberships[room] = nil
+    }
+
     private mutating func updateStatus(of user: UserID, to status: Status?) -> [PresenceChange] {
         let rooms = memberships.compactMap { room, members in members[user] == nil ? nil : room }.sorted()
         let before = rooms.map { presentMember(room: $0, user: user) }
