@@ -39,6 +39,15 @@ final class DroppableProxy: @unchecked Sendable {
         Thread.detachNewThread { [self] in acceptLoop() }
     }
 
+    /// Cuts every relayed connection but keeps accepting new ones (a network blip the client can recover from).
+    func cutConnections() {
+        lock.lock()
+        let open = sockets
+        sockets.removeAll()
+        lock.unlock()
+        for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
     /// Cuts every relayed connection and stops accepting new ones.
     func dropAll() {
         lock.lock()

@@ -93,6 +93,40 @@ struct LiveChatTests {
         await victim.disconnect()
     }
 
+    @Test("after a network drop the client reconnects by itself and is present again in the same session")
+    func reconnectRestoresPresence() async throws {
+        let broker = try MosquittoBroker.start()
+        defer { broker.stop() }
+        let proxy = try DroppableProxy(upstreamPort: broker.port)
+        let room = try RoomName("flaky")
+        let watcher = try makeChatClient("watcher", name: "Watcher", port: broker.port)
+        let roamer = try makeChatClient("roamer", name: "Roamer", port: proxy.port)
+        let watcherEvents = await EventCollector(watcher)
+        let roamerEvents = await EventCollector(roamer)
+        try await watcher.connect()
+        try await watcher.join(room)
+        try await roamer.connect()
+        try await roamer.join(room)
+        let roamerID = try UserID("roamer")
+        #expect(await eventually { await watcher.members(of: room).map(\.id).contains(roamerID) })
+
+        proxy.cutConnections()
+
+        #expect(await watcherEvents.first { $0.presence?.kind == .absent(.wentOffline) } != nil)
+        let isConnected: @Sendable (ChatEvent) -> Bool = { event in
+            guard case .connection(.connected) = event else { return false }
+            return true
+        }
+        #expect(await eventually { await roamerEvents.count(where: isConnected) >= 2 })  // initial + reconnect
+        #expect(await eventually { await watcher.members(of: room).map(\.id).contains(roamerID) })
+        // Subscriptions came back too: the roamer still receives the room's traffic.
+        try await watcher.send(text: "welcome back", in: room)
+        #expect(await roamerEvents.first { $0.record?.content == .text("welcome back") } != nil)
+
+        await roamer.disconnect()
+        await watcher.disconnect()
+    }
+
     @Test("a direct message reaches only its recipient and is kept in both histories")
     func directMessage() async throws {
         let broker = try MosquittoBroker.start()

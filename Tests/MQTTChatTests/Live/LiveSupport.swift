@@ -51,7 +51,8 @@ func makeChatClient(_ id: String, name: String, port: Int, heartbeat: Duration? 
     configuration.history = .inMemory
     configuration.heartbeatInterval = heartbeat
     configuration.mqtt.keepAlive = .seconds(5)
-    if !reconnect { configuration.mqtt.reconnect = .disabled }
+    configuration.mqtt.reconnect =
+        reconnect ? .exponential(initial: .milliseconds(100), maximum: .seconds(1), jitter: false) : .disabled
     return try ChatClient(configuration: configuration)
 }
 
