@@ -72,10 +72,15 @@ public actor ChatClient {
     /// Goes offline gracefully: publishes "offline", clears this user's memberships, and disconnects.
     public func disconnect() async {
         guard isConnected else { return }
-        try? await publishStatus(isOnline: false)
-        for room in joinedRooms {
-            try? await mqtt.publish(topic: topics.name(of: .roomMember(room, configuration.userID)), payload: [],
-                qos: .atLeastOnce, retain: true)
+        // Only while connected: a QoS 1 publish made while reconnecting would wait for the reconnect.
+        // Without a connection the broker has published (or will publish) our offline will anyway.
+        if case .connected? = mqtt.state {
+            try? await publishStatus(isOnline: false)
+            for room in joinedRooms {
+                try? await mqtt.publish(
+                    topic: topics.name(of: .roomMember(room, configuration.userID)), payload: [], qos: .atLeastOnce,
+                    retain: true)
+            }
         }
         joinedRooms.removeAll()
         isConnected = false
@@ -253,7 +258,8 @@ public actor ChatClient {
             Task { [weak self] in
                 while !Task.isCancelled {
                     do { try await Task.sleep(for: interval) } catch { return }
-                    await self?.sendHeartbeats()
+                    guard let self else { return }
+                    await self.sendHeartbeats()
                 }
             })
     }
