@@ -268,8 +268,14 @@ final class ClientEngine: Sendable {
                 feed { $0.reconnectTimerFired(generation: generation) }
             }
             if socketOpen {
-                _ = mosquitto_loop(handle.pointer, 100, 1)
+                let rc = mosquitto_loop(handle.pointer, 100, 1)
                 socketOpen = mosquitto_socket(handle.pointer) >= 0
+                if !socketOpen {
+                    // Usually on_disconnect reported this already (then the event is ignored), but libmosquitto
+                    // closes a socket whose TLS handshake failed inside mosquitto_loop without calling it.
+                    let error = MosquittoError.lossError(rc)
+                    feed { $0.connectionClosed(cleanly: rc == MosquittoError.success, error: error) }
+                }
             }
         }
     }
