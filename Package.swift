@@ -64,6 +64,18 @@ let package = Package(
             dependencies: ["CMosquitto", "MQTTCore"],
             swiftSettings: strictSettings
         ),
+        // A client that connects with a will and sleeps; MQTTClientTests SIGKILL it to see the will published.
+        .executableTarget(
+            name: "MQTTClientProbe",
+            dependencies: ["MQTTClient", "MQTTCore"],
+            swiftSettings: strictSettings
+        ),
+        // Publish throughput through MQTTClient versus libmosquitto's C API, against a mosquitto it starts.
+        .executableTarget(
+            name: "MQTTClientBench",
+            dependencies: ["MQTTClient", "MQTTCore", "CMosquitto"],
+            swiftSettings: strictSettings
+        ),
 
         // MARK: Chat layer
         .target(
@@ -73,7 +85,14 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
-            exclude: ["Proto/chat.proto"],
+            exclude: ["Proto/chat.proto", "TOPICS.md"],
+            swiftSettings: strictSettings
+        ),
+
+        // MARK: Benchmark: protobuf vs JSON envelopes (swift run -c release ChatCodecBench)
+        .executableTarget(
+            name: "ChatCodecBench",
+            dependencies: ["MQTTChat", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             swiftSettings: strictSettings
         ),
 
@@ -120,7 +139,7 @@ let package = Package(
         ),
         .testTarget(
             name: "MQTTClientTests",
-            dependencies: ["MQTTClient", "MQTTBroker"]
+            dependencies: ["MQTTClient", "MQTTCore", "MQTTBroker", "MQTTClientProbe"]
         ),
         .testTarget(
             name: "MQTTChatTests",

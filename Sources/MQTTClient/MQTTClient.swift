@@ -1,2 +1,88 @@
-/// The Swift MQTT client over libmosquitto lives in this module (issue 3).
-public enum MQTTClientModule {}
+public import MQTTCore
+
+/// An MQTT client over libmosquitto.
+///
+/// All methods may be called from any task. Incoming messages and connection states are delivered through
+/// `AsyncStream`s; every call of ``messages()`` or ``stateChanges()`` returns a new, independent stream.
+///
+/// Reconnection follows ``MQTTClientConfiguration/reconnect``: after an established connection breaks, the client
+/// waits (1 s, 2 s, 4 s … 64 s with jitter by default), reconnects, and restores its subscriptions if the broker
+/// reports no session. QoS 1/2 publishes made while offline are kept (bounded by `offlineQueueLimit`) and sent
+/// after the reconnect; their `publish` calls return once acknowledged.
+public final class MQTTClient: Sendable {
+    private let engine: ClientEngine
+
+    /// Creates a client; no network activity happens until ``connect()``.
+    /// - Throws: ``MQTTClientError/invalidConfiguration(_:)`` for an empty client identifier, unusable TLS files,
+    ///   or other settings libmosquitto rejects.
+    public init(configuration: MQTTClientConfiguration) throws(MQTTClientError) {
+        engine = try ClientEngine(configuration: configuration)
+    }
+
+    deinit {
+        engine.shutdown()
+    }
+
+    /// The configuration this client was created with.
+    public var configuration: MQTTClientConfiguration { engine.configuration }
+
+    /// The current connection state; `nil` before the first ``connect()``.
+    public var state: MQTTConnectionState? { engine.currentState }
+
+    /// Connects to the broker and returns once it accepted the connection (CONNACK 0).
+    ///
+    /// If the first attempt fails, this throws and the client stays disconnected (no automatic retry); automatic
+    /// reconnection only applies to a connection that was established before. Calling it while connected returns
+    /// at once; calling it while a (re)connection is under way waits for that connection.
+    public func connect() async throws(MQTTClientError) {
+        try await engine.connect()
+    }
+
+    /// Disconnects cleanly: DISCONNECT is sent (so the broker discards the will), no reconnect follows, and
+    /// operations still waiting fail with ``MQTTClientError/notConnected``. Returns once the state is `.closed`.
+    public func disconnect() async {
+        await engine.disconnect()
+    }
+
+    /// Subscribes to a topic filter and returns the QoS the broker granted.
+    /// - Throws: ``MQTTClientError/subscriptionRefused(filter:)`` when the broker answers 0x80,
+    ///   ``MQTTClientError/invalidTopic(_:)`` for a malformed filter, ``MQTTClientError/notConnected`` when offline.
+    @discardableResult
+    public func subscribe(_ filter: String, qos: QoS) async throws(MQTTClientError) -> QoS {
+        try await engine.subscribe(filter, qos: qos)
+    }
+
+    /// Unsubscribes from a topic filter; returns on UNSUBACK.
+    public func unsubscribe(_ filter: String) async throws(MQTTClientError) {
+        try await engine.unsubscribe(filter)
+    }
+
+    /// Publishes a message. Returns when handed off as the QoS promises: QoS 0 once written to the socket,
+    /// QoS 1 on PUBACK, QoS 2 on PUBCOMP.
+    ///
+    /// While disconnected (but reconnecting), QoS 1/2 messages are queued up to `offlineQueueLimit` and this call
+    /// waits for their acknowledgement after the reconnect; QoS 0 messages fail with ``MQTTClientError/notConnected``.
+    /// - Throws: ``MQTTClientError/offlineQueueFull`` beyond the offline limit, ``MQTTClientError/invalidTopic(_:)``
+    ///   for a malformed topic, ``MQTTClientError/notConnected`` after `disconnect()` or a final connection loss.
+    public func publish(
+        topic: String, payload: [UInt8], qos: QoS = .atMostOnce, retain: Bool = false
+    ) async throws(MQTTClientError) {
+        try await engine.publish(topic: topic, payload: payload, qos: qos, retain: retain)
+    }
+
+    /// A new independent stream of every incoming message (each live stream receives every message).
+    /// The stream buffers without limit; it ends when the client is deallocated.
+    public func messages() -> AsyncStream<MQTTMessage> {
+        engine.messageStream(filter: nil)
+    }
+
+    /// A new independent stream of the incoming messages whose topic matches `filter` (MQTT wildcards `+` and `#`).
+    public func messages(matching filter: String) -> AsyncStream<MQTTMessage> {
+        engine.messageStream(filter: filter)
+    }
+
+    /// A new independent stream of connection states, starting with the current state (if `connect()` was called).
+    public func stateChanges() -> AsyncStream<MQTTConnectionState> {
+        engine.stateStream()
+    }
+}

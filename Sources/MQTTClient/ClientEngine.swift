@@ -1,0 +1,364 @@
+import CMosquitto
+import Foundation
+import MQTTCore
+
+/// The continuation a caller waits on; every operation completes with a ``Completion``.
+typealias Waiter = CheckedContinuation<Completion, Never>
+
+/// Ties libmosquitto, the network thread and the state machine together.
+///
+/// Threads: caller tasks call `mosquitto_publish` / `mosquitto_subscribe` / `mosquitto_unsubscribe` directly; one
+/// network thread (ours, not `mosquitto_loop_start`, so libmosquitto never reconnects on its own) runs connect,
+/// `mosquitto_loop` and our reconnect timer. libmosquitto callbacks run on that thread and only copy their data into
+/// the lock-protected state machine or yield it into stream continuations; they never block. The one library call
+/// made from a callback is restoring subscriptions in `on_connect` (`mosquitto_subscribe` only queues a packet and
+/// never waits); connect and disconnect are queued for the network thread (``LoopControl/Command``).
+/// We never hold our own locks while calling libmosquitto, so its internal mutexes cannot deadlock with ours.
+final class ClientEngine: Sendable {
+    let configuration: MQTTClientConfiguration
+    private let handle: MosquittoHandle
+    private let loop = LoopControl()
+    private let core: Locked<Core>
+    private let listeners = Locked(Listeners())
+
+    /// The state machine plus the state streams, locked together so states are emitted in order.
+    private struct Core {
+        var machine: ClientStateMachine<Waiter>
+        var stateStreams: [UInt64: AsyncStream<MQTTConnectionState>.Continuation] = [:]
+        var nextStreamID: UInt64 = 0
+    }
+
+    private struct Listeners {
+        var streams: [UInt64: (filter: String?, continuation: AsyncStream<MQTTMessage>.Continuation)] = [:]
+        var nextID: UInt64 = 0
+    }
+
+    init(configuration: MQTTClientConfiguration) throws(MQTTClientError) {
+        guard !configuration.clientID.isEmpty else { throw .invalidConfiguration("clientID must not be empty") }
+        guard (1...65535).contains(configuration.port) else {
+            throw .invalidConfiguration("port \(configuration.port) is out of range")
+        }
+        let keepAlive = configuration.keepAlive.components.seconds
+        guard (5...65535).contains(keepAlive) else {
+            throw .invalidConfiguration("keepAlive must be 5...65535 seconds (libmosquitto's limits)")
+        }
+        guard configuration.offlineQueueLimit >= 0, configuration.maxInflightMessages >= 0 else {
+            throw .invalidConfiguration("offlineQueueLimit and maxInflightMessages must not be negative")
+        }
+        self.configuration = configuration
+        handle = try MosquittoHandle(clientID: configuration.clientID, cleanSession: configuration.cleanSession)
+        do {
+            try handle.apply(configuration)
+        } catch {
+            handle.destroy()
+            throw error
+        }
+        core = Locked(
+            Core(
+                machine: ClientStateMachine(
+                    reconnect: configuration.reconnect, offlineQueueLimit: configuration.offlineQueueLimit,
+                    seed: UInt64.random(in: 0...UInt64.max))))
+        installCallbacks()
+        let thread = Thread { [self] in runNetworkThread() }
+        thread.name = "mqtt-\(configuration.clientID)"
+        thread.start()
+    }
+
+    /// Tells the network thread to stop (it destroys the handle on its way out, within about 100 ms) and ends every
+    /// stream. Called from `MQTTClient.deinit`; never blocks, because deinit may run on a cooperative thread.
+    func shutdown() {
+        loop.send(.stop)
+        let stateStreams = core.withLock { core in
+            let streams = core.stateStreams
+            core.stateStreams = [:]
+            return streams
+        }
+        stateStreams.values.forEach { $0.finish() }
+        let messageStreams = listeners.withLock { listeners in
+            let streams = listeners.streams
+            listeners.streams = [:]
+            return streams
+        }
+        messageStreams.values.forEach { $0.continuation.finish() }
+    }
+
+    var currentState: MQTTConnectionState? {
+        core.withLock { $0.machine.state }
+    }
+
+    // MARK: Operations
+
+    func connect() async throws(MQTTClientError) {
+        let completion = await withCheckedContinuation { (waiter: Waiter) in
+            feed { $0.connectRequested(waiter) }
+        }
+        if case .failed(let error) = completion { throw error }
+    }
+
+    func disconnect() async {
+        _ = await withCheckedContinuation { (waiter: Waiter) in
+            feed { $0.disconnectRequested(waiter) }
+        }
+    }
+
+    func publish(topic: String, payload: [UInt8], qos: QoS, retain: Bool) async throws(MQTTClientError) {
+        guard mosquitto_pub_topic_check2(topic, topic.utf8.count) == MosquittoError.success else {
+            throw .invalidTopic(topic)
+        }
+        let completion = await withCheckedContinuation { (waiter: Waiter) in
+            let admission = core.withLock { $0.machine.admitPublish(qos: qos) }
+            switch admission {
+            case .reject(let error):
+                waiter.resume(returning: .failed(error))
+            case .send(let countsOffline, let epoch):
+                var mid: Int32 = 0
+                let rc = payload.withUnsafeBytes { bytes in
+                    mosquitto_publish(
+                        handle.pointer, &mid, topic, Int32(clamping: bytes.count), bytes.baseAddress,
+                        Int32(qos.rawValue), retain)
+                }
+                let queuedOffline = rc == MosquittoError.noConnection && qos != .atMostOnce
+                if rc == MosquittoError.success || queuedOffline {
+                    feed {
+                        $0.publishHandedOver(
+                            mid: mid, qos: qos, countsOffline: countsOffline, queuedOffline: queuedOffline,
+                            epoch: epoch, waiter: waiter)
+                    }
+                } else {
+                    feed {
+                        $0.publishRejected(
+                            countsOffline: countsOffline, error: MosquittoError.operationError(rc), waiter: waiter)
+                    }
+                }
+            }
+        }
+        if case .failed(let error) = completion { throw error }
+    }
+
+    func subscribe(_ filter: String, qos: QoS) async throws(MQTTClientError) -> QoS {
+        guard mosquitto_sub_topic_check2(filter, filter.utf8.count) == MosquittoError.success else {
+            throw .invalidTopic(filter)
+        }
+        let completion = await withCheckedContinuation { (waiter: Waiter) in
+            switch core.withLock({ $0.machine.admitSubscription() }) {
+            case .failure(let error):
+                waiter.resume(returning: .failed(error))
+            case .success(let epoch):
+                var mid: Int32 = 0
+                let rc = mosquitto_subscribe(handle.pointer, &mid, filter, Int32(qos.rawValue))
+                guard rc == MosquittoError.success else {
+                    waiter.resume(returning: .failed(MosquittoError.operationError(rc)))
+                    return
+                }
+                let subscription = TopicSubscription(filter: filter, qos: qos)
+                feed { $0.subscribeSent(mid: mid, subscription: subscription, epoch: epoch, waiter: waiter) }
+            }
+        }
+        switch completion {
+        case .granted(let granted): return granted
+        case .done: return qos
+        case .failed(let error): throw error
+        }
+    }
+
+    func unsubscribe(_ filter: String) async throws(MQTTClientError) {
+        guard mosquitto_sub_topic_check2(filter, filter.utf8.count) == MosquittoError.success else {
+            throw .invalidTopic(filter)
+        }
+        let completion = await withCheckedContinuation { (waiter: Waiter) in
+            switch core.withLock({ $0.machine.admitSubscription() }) {
+            case .failure(let error):
+                waiter.resume(returning: .failed(error))
+            case .success(let epoch):
+                var mid: Int32 = 0
+                let rc = mosquitto_unsubscribe(handle.pointer, &mid, filter)
+                guard rc == MosquittoError.success else {
+                    waiter.resume(returning: .failed(MosquittoError.operationError(rc)))
+                    return
+                }
+                feed { $0.unsubscribeSent(mid: mid, filter: filter, epoch: epoch, waiter: waiter) }
+            }
+        }
+        if case .failed(let error) = completion { throw error }
+    }
+
+    // MARK: Streams
+
+    func messageStream(filter: String?) -> AsyncStream<MQTTMessage> {
+        let (stream, continuation) = AsyncStream<MQTTMessage>.makeStream()
+        let id = listeners.withLock { listeners in
+            let id = listeners.nextID
+            listeners.nextID += 1
+            listeners.streams[id] = (filter, continuation)
+            return id
+        }
+        continuation.onTermination = { [listeners] _ in
+            _ = listeners.withLock { $0.streams.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func stateStream() -> AsyncStream<MQTTConnectionState> {
+        let (stream, continuation) = AsyncStream<MQTTConnectionState>.makeStream()
+        let id = core.withLock { core in
+            let id = core.nextStreamID
+            core.nextStreamID += 1
+            core.stateStreams[id] = continuation
+            if let state = core.machine.state { continuation.yield(state) }
+            return id
+        }
+        continuation.onTermination = { [core] _ in
+            _ = core.withLock { $0.stateStreams.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    // MARK: State machine plumbing
+
+    /// Runs one state machine event; emits states under the lock (so they stay ordered), everything else after.
+    private func feed(_ event: (inout ClientStateMachine<Waiter>) -> [ClientStateMachine<Waiter>.Action]) {
+        let actions = core.withLock { core in
+            let actions = event(&core.machine)
+            for case .emitState(let state) in actions {
+                for continuation in core.stateStreams.values { continuation.yield(state) }
+            }
+            return actions
+        }
+        for action in actions {
+            switch action {
+            case .emitState:
+                break  // already emitted above
+            case .resume(let waiter, let completion):
+                waiter.resume(returning: completion)
+            case .startConnect:
+                loop.send(.connect)
+            case .scheduleReconnect(let delay, let generation):
+                loop.schedule(after: delay, generation: generation)
+            case .sendDisconnect:
+                loop.send(.disconnect)
+            case .resubscribe(let subscriptions):
+                // Comes from on_connect, on the network thread. libmosquitto re-sends its queued QoS 1/2 messages
+                // right after on_connect returns, so subscribing here (queue-only calls that never wait) puts the
+                // SUBSCRIBEs on the wire before those messages and the client receives its own offline publishes.
+                restore(subscriptions)
+            }
+        }
+    }
+
+    // MARK: Network thread
+
+    private func runNetworkThread() {
+        var socketOpen = false
+        while true {
+            switch loop.next(wait: !socketOpen) {
+            case nil:
+                break
+            case .stop:
+                // Dropping the socket without DISCONNECT: the broker publishes the will, as for a crash.
+                handle.destroy()
+                return
+            case .connect:
+                socketOpen = openConnection()
+            case .disconnect:
+                if mosquitto_disconnect(handle.pointer) != MosquittoError.success {
+                    socketOpen = false
+                    feed { $0.disconnectFoundNoConnection() }
+                }
+            case .reconnectTimerFired(let generation):
+                feed { $0.reconnectTimerFired(generation: generation) }
+            }
+            if socketOpen {
+                let rc = mosquitto_loop(handle.pointer, 100, 1)
+                socketOpen = mosquitto_socket(handle.pointer) >= 0
+                if !socketOpen {
+                    // Usually on_disconnect reported this already (then the event is ignored), but libmosquitto
+                    // closes a socket whose TLS handshake failed inside mosquitto_loop without calling it.
+                    let error = MosquittoError.lossError(rc)
+                    feed { $0.connectionClosed(cleanly: rc == MosquittoError.success, error: error) }
+                }
+            }
+        }
+    }
+
+    /// Blocking connect on the network thread; the CONNACK arrives later through `on_connect`.
+    private func openConnection() -> Bool {
+        let keepAlive = Int32(configuration.keepAlive.components.seconds)
+        let rc = mosquitto_connect(handle.pointer, configuration.host, Int32(configuration.port), keepAlive)
+        let savedErrno = errno
+        guard rc == MosquittoError.success else {
+            let error = MosquittoError.connectError(code: rc, errno: savedErrno, host: configuration.host)
+            feed { $0.connectAttemptFailed(error) }
+            return false
+        }
+        return true
+    }
+
+    private func restore(_ subscriptions: [TopicSubscription]) {
+        let epoch = core.withLock { $0.machine.epoch }
+        for subscription in subscriptions {
+            var mid: Int32 = 0
+            let rc = mosquitto_subscribe(
+                handle.pointer, &mid, subscription.filter, Int32(subscription.qos.rawValue))
+            if rc == MosquittoError.success {
+                feed { $0.subscribeSent(mid: mid, subscription: subscription, epoch: epoch, waiter: nil) }
+            }
+        }
+    }
+
+    // MARK: Callbacks (network thread: copy, hand over, return)
+
+    private func installCallbacks() {
+        let pointer = handle.pointer
+        mosquitto_user_data_set(pointer, Unmanaged.passUnretained(self).toOpaque())
+        mosquitto_connect_with_flags_callback_set(pointer) { _, context, code, flags in
+            guard let engine = ClientEngine.from(context) else { return }
+            let version = engine.configuration.protocolVersion
+            engine.feed { $0.connackReceived(code: code, sessionPresent: flags & 1 == 1, protocolVersion: version) }
+        }
+        mosquitto_disconnect_callback_set(pointer) { _, context, code in
+            guard let engine = ClientEngine.from(context) else { return }
+            let error = MosquittoError.lossError(code)
+            engine.feed { $0.connectionClosed(cleanly: code == 0, error: error) }
+        }
+        mosquitto_publish_callback_set(pointer) { _, context, mid in
+            ClientEngine.from(context)?.feed { $0.publishAcknowledged(mid: mid) }
+        }
+        mosquitto_subscribe_callback_set(pointer) { _, context, mid, count, grantedPointer in
+            guard let engine = ClientEngine.from(context) else { return }
+            let granted = grantedPointer.map { Array(UnsafeBufferPointer(start: $0, count: Int(count))) } ?? []
+            engine.feed { $0.subackReceived(mid: mid, granted: granted) }
+        }
+        mosquitto_unsubscribe_callback_set(pointer) { _, context, mid in
+            ClientEngine.from(context)?.feed { $0.unsubackReceived(mid: mid) }
+        }
+        mosquitto_message_callback_set(pointer) { _, context, messagePointer in
+            guard let engine = ClientEngine.from(context), let raw = messagePointer?.pointee,
+                let topicPointer = raw.topic
+            else { return }
+            let payload: [UInt8] =
+                raw.payload.map {
+                    Array(UnsafeRawBufferPointer(start: $0, count: Int(max(raw.payloadlen, 0))))
+                } ?? []
+            let message = MQTTMessage(
+                topic: String(cString: topicPointer), payload: payload,
+                qos: QoS(rawValue: UInt8(clamping: raw.qos)) ?? .atMostOnce, retain: raw.retain)
+            engine.deliver(message)
+        }
+    }
+
+    private static func from(_ context: UnsafeMutableRawPointer?) -> ClientEngine? {
+        guard let context else { return nil }
+        return Unmanaged<ClientEngine>.fromOpaque(context).takeUnretainedValue()
+    }
+
+    /// Broadcasts an incoming message to every live stream whose filter matches.
+    private func deliver(_ message: MQTTMessage) {
+        let targets = listeners.withLock { listeners in
+            listeners.streams.values.compactMap { entry in
+                entry.filter.map { TopicFilter.matches(filter: $0, topic: message.topic) } ?? true
+                    ? entry.continuation : nil
+            }
+        }
+        for continuation in targets { continuation.yield(message) }
+    }
+}

@@ -1,0 +1,411 @@
+import MQTTCore
+
+/// A filter and the QoS it was subscribed with.
+struct TopicSubscription: Sendable, Hashable {
+    var filter: String
+    var qos: QoS
+}
+
+/// How a waiting operation ends.
+enum Completion: Sendable, Hashable {
+    /// The operation succeeded.
+    case done
+    /// A subscription succeeded with this granted QoS.
+    case granted(QoS)
+    /// The operation failed.
+    case failed(MQTTClientError)
+}
+
+/// The connection, reconnect and pending-acknowledgement logic of the client, as a value type that consumes events
+/// and returns actions. It never touches libmosquitto, threads or clocks: timers are actions (`scheduleReconnect`)
+/// whose expiry comes back as an event (`reconnectTimerFired`), so tests drive it without sleeping.
+/// `Waiter` is whatever resumes a caller (a continuation in production, a plain identifier in tests).
+struct ClientStateMachine<Waiter: Sendable>: Sendable {
+    /// What the driver must do after an event.
+    enum Action: Sendable {
+        /// Report a new connection state.
+        case emitState(MQTTConnectionState)
+        /// Resume a waiting caller.
+        case resume(Waiter, Completion)
+        /// Open the connection (TCP, TLS, CONNECT) on the network thread.
+        case startConnect
+        /// Call `reconnectTimerFired(generation:)` after `delay`.
+        case scheduleReconnect(delay: Duration, generation: Int)
+        /// Send DISCONNECT and close the socket.
+        case sendDisconnect
+        /// Subscribe again to these filters (the broker lost our session).
+        case resubscribe([TopicSubscription])
+    }
+
+    /// Whether `publish` may hand a message to libmosquitto.
+    enum PublishAdmission: Sendable, Hashable {
+        /// Pass it on; `countsOffline` records that it took a slot of the offline queue; `epoch` identifies the
+        /// connection it was admitted on.
+        case send(countsOffline: Bool, epoch: Int)
+        /// Fail the call with this error.
+        case reject(MQTTClientError)
+    }
+
+    enum Phase: Sendable, Hashable {
+        /// Created, `connect()` not yet called.
+        case idle
+        /// A connection attempt is running; `initial` when started by `connect()` (failure is then final).
+        case connecting(initial: Bool)
+        case connected
+        /// Waiting for the reconnect timer of this generation.
+        case waitingToReconnect(generation: Int)
+        /// Disconnected for good (first connect failed, or reconnecting is disabled).
+        case disconnected
+        /// `disconnect()` sent DISCONNECT; waiting for the socket to close.
+        case disconnecting
+        /// `disconnect()` finished.
+        case closed
+    }
+
+    private struct PendingPublish: Sendable {
+        var qos: QoS
+        var countsOffline: Bool
+        var waiter: Waiter
+    }
+
+    private struct PendingSubscribe: Sendable {
+        var subscription: TopicSubscription
+        /// `nil` for subscriptions restored by the client itself.
+        var waiter: Waiter?
+    }
+
+    private struct PendingUnsubscribe: Sendable {
+        var filter: String
+        var waiter: Waiter
+    }
+
+    private(set) var phase: Phase = .idle
+    /// The last reported state; `nil` before the first `connect()`.
+    private(set) var state: MQTTConnectionState?
+    private(set) var offlineQueued = 0
+    let offlineQueueLimit: Int
+    private var backoff: ReconnectBackoff
+    private var timerGeneration = 0
+    /// Counts socket closures: an operation admitted in an older epoch may have lost its packet with the socket.
+    private(set) var epoch = 0
+    /// Why the broker refused the CONNECT now being closed (the socket close follows the CONNACK).
+    private var refusal: MQTTClientError?
+    /// Confirmed subscriptions, in the order they were made (restored in this order).
+    private(set) var subscriptions: [TopicSubscription] = []
+    private var connectWaiters: [Waiter] = []
+    private var disconnectWaiters: [Waiter] = []
+    private var publishes: [Int32: PendingPublish] = [:]
+    private var subscribes: [Int32: PendingSubscribe] = [:]
+    private var unsubscribes: [Int32: PendingUnsubscribe] = [:]
+    /// Acknowledgements that arrived before the caller registered the message id (the network thread can be faster
+    /// than the thread that called libmosquitto).
+    private var earlyPublishAcks: Set<Int32> = []
+    private var earlySubAcks: [Int32: [Int32]] = [:]
+    private var earlyUnsubAcks: Set<Int32> = []
+
+    init(reconnect: ReconnectPolicy, offlineQueueLimit: Int, seed: UInt64) {
+        self.backoff = ReconnectBackoff(policy: reconnect, seed: seed)
+        self.offlineQueueLimit = offlineQueueLimit
+    }
+
+    /// Number of operations waiting for an acknowledgement (for tests and diagnostics).
+    var pendingCount: Int { publishes.count + subscribes.count + unsubscribes.count }
+
+    // MARK: Connection
+
+    /// The user called `connect()`.
+    mutating func connectRequested(_ waiter: Waiter) -> [Action] {
+        switch phase {
+        case .connected:
+            return [.resume(waiter, .done)]
+        case .connecting, .waitingToReconnect:
+            connectWaiters.append(waiter)
+            return []
+        case .disconnecting:
+            return [.resume(waiter, .failed(.notConnected))]
+        case .idle, .disconnected, .closed:
+            connectWaiters.append(waiter)
+            phase = .connecting(initial: true)
+            refusal = nil
+            return [emit(.connecting), .startConnect]
+        }
+    }
+
+    /// Opening the connection failed before CONNECT could be sent (TCP refused, DNS, TLS handshake …).
+    mutating func connectAttemptFailed(_ error: MQTTClientError) -> [Action] {
+        guard case .connecting = phase else { return [] }
+        return connectionFailed(.connectFailed(error))
+    }
+
+    /// CONNACK arrived: `code` 0 is success, anything else a refusal (the socket close follows).
+    mutating func connackReceived(code: Int32, sessionPresent: Bool, protocolVersion: MQTTClientProtocolVersion)
+        -> [Action]
+    {
+        switch phase {
+        case .connecting:
+            guard code == 0 else {
+                refusal = Self.refusalError(code: code, protocolVersion: protocolVersion)
+                return []
+            }
+            phase = .connected
+            backoff.reset()
+            var actions = [emit(.connected(sessionPresent: sessionPresent))]
+            actions += connectWaiters.map { .resume($0, .done) }
+            connectWaiters = []
+            if !sessionPresent && !subscriptions.isEmpty {
+                actions.append(.resubscribe(subscriptions))
+            }
+            return actions
+        case .disconnecting, .closed:
+            // disconnect() raced with the connection attempt: finish the job.
+            return code == 0 ? [.sendDisconnect] : []
+        case .idle, .connected, .waitingToReconnect, .disconnected:
+            return []
+        }
+    }
+
+    /// The socket closed; `cleanly` when it was our own DISCONNECT, `error` describes any other cause.
+    mutating func connectionClosed(cleanly: Bool, error: MQTTClientError) -> [Action] {
+        epoch += 1
+        switch phase {
+        case .disconnecting:
+            return finishClose()
+        case .connecting:
+            return connectionFailed(.connectFailed(refusal ?? error))
+        case .connected:
+            var actions = failPending(includingQueuedPublishes: false, with: .notConnected)
+            actions += connectionFailed(.connectionLost(cleanly ? .notConnected : error))
+            return actions
+        case .idle, .waitingToReconnect, .disconnected, .closed:
+            return []
+        }
+    }
+
+    /// The reconnect timer of `generation` expired.
+    mutating func reconnectTimerFired(generation: Int) -> [Action] {
+        guard case .waitingToReconnect(let current) = phase, current == generation else { return [] }
+        phase = .connecting(initial: false)
+        refusal = nil
+        return [emit(.connecting), .startConnect]
+    }
+
+    /// The user called `disconnect()`.
+    mutating func disconnectRequested(_ waiter: Waiter) -> [Action] {
+        switch phase {
+        case .connected, .connecting:
+            phase = .disconnecting
+            disconnectWaiters.append(waiter)
+            return [.sendDisconnect]
+        case .disconnecting:
+            disconnectWaiters.append(waiter)
+            return []
+        case .idle, .waitingToReconnect, .disconnected, .closed:
+            disconnectWaiters.append(waiter)
+            return finishClose()
+        }
+    }
+
+    /// DISCONNECT could not be sent because there was no socket: the client is closed already.
+    mutating func disconnectFoundNoConnection() -> [Action] {
+        guard phase == .disconnecting else { return [] }
+        return finishClose()
+    }
+
+    // MARK: Publish
+
+    /// Decides whether a publish may go to libmosquitto; reserves an offline slot when needed.
+    mutating func admitPublish(qos: QoS) -> PublishAdmission {
+        switch phase {
+        case .connected:
+            return .send(countsOffline: false, epoch: epoch)
+        case .idle, .connecting, .waitingToReconnect:
+            guard qos != .atMostOnce else { return .reject(.notConnected) }
+            guard offlineQueued < offlineQueueLimit else { return .reject(.offlineQueueFull) }
+            offlineQueued += 1
+            return .send(countsOffline: true, epoch: epoch)
+        case .disconnected, .disconnecting, .closed:
+            return .reject(.notConnected)
+        }
+    }
+
+    /// libmosquitto accepted the message under `mid`; `queuedOffline` when it answered "no connection" for QoS 1/2
+    /// (the library keeps such messages and sends them after the reconnect — we never send them again ourselves).
+    mutating func publishHandedOver(
+        mid: Int32, qos: QoS, countsOffline: Bool, queuedOffline: Bool, epoch admittedEpoch: Int, waiter: Waiter
+    ) -> [Action] {
+        let counted = countsOffline || queuedOffline
+        if queuedOffline && !countsOffline { offlineQueued += 1 }
+        if earlyPublishAcks.remove(mid) != nil {
+            if counted { offlineQueued -= 1 }
+            return [.resume(waiter, .done)]
+        }
+        // The socket closed between admission and now: a QoS 0 packet died with it; QoS 1/2 messages stay queued
+        // in libmosquitto unless no reconnect will come.
+        let final = phase == .disconnected || phase == .closed || phase == .disconnecting
+        if (qos == .atMostOnce && admittedEpoch != epoch) || final {
+            if counted { offlineQueued -= 1 }
+            return [.resume(waiter, .failed(.notConnected))]
+        }
+        publishes[mid] = PendingPublish(qos: qos, countsOffline: counted, waiter: waiter)
+        return []
+    }
+
+    /// libmosquitto refused the message outright; releases the offline slot reserved by `admitPublish`.
+    mutating func publishRejected(countsOffline: Bool, error: MQTTClientError, waiter: Waiter) -> [Action] {
+        if countsOffline { offlineQueued -= 1 }
+        return [.resume(waiter, .failed(error))]
+    }
+
+    /// `on_publish`: QoS 0 written, QoS 1 PUBACK or QoS 2 PUBCOMP received.
+    mutating func publishAcknowledged(mid: Int32) -> [Action] {
+        guard let pending = publishes.removeValue(forKey: mid) else {
+            earlyPublishAcks.insert(mid)
+            return []
+        }
+        if pending.countsOffline { offlineQueued -= 1 }
+        return [.resume(pending.waiter, .done)]
+    }
+
+    // MARK: Subscribe
+
+    /// Whether SUBSCRIBE / UNSUBSCRIBE may be sent now: the current epoch, or the error to throw.
+    func admitSubscription() -> Result<Int, MQTTClientError> {
+        phase == .connected ? .success(epoch) : .failure(.notConnected)
+    }
+
+    /// SUBSCRIBE went out under `mid`; `waiter` is `nil` for restored subscriptions.
+    mutating func subscribeSent(mid: Int32, subscription: TopicSubscription, epoch admittedEpoch: Int, waiter: Waiter?)
+        -> [Action]
+    {
+        let pending = PendingSubscribe(subscription: subscription, waiter: waiter)
+        if let granted = earlySubAcks.removeValue(forKey: mid) {
+            return complete(pending, granted: granted)
+        }
+        guard admittedEpoch == epoch else {
+            return waiter.map { [.resume($0, .failed(.notConnected))] } ?? []
+        }
+        subscribes[mid] = pending
+        return []
+    }
+
+    /// `on_subscribe`: SUBACK with the granted QoS list (0x80 = refused).
+    mutating func subackReceived(mid: Int32, granted: [Int32]) -> [Action] {
+        guard let pending = subscribes.removeValue(forKey: mid) else {
+            earlySubAcks[mid] = granted
+            return []
+        }
+        return complete(pending, granted: granted)
+    }
+
+    /// UNSUBSCRIBE went out under `mid`.
+    mutating func unsubscribeSent(mid: Int32, filter: String, epoch admittedEpoch: Int, waiter: Waiter) -> [Action] {
+        if earlyUnsubAcks.remove(mid) != nil {
+            subscriptions.removeAll { $0.filter == filter }
+            return [.resume(waiter, .done)]
+        }
+        guard admittedEpoch == epoch else { return [.resume(waiter, .failed(.notConnected))] }
+        unsubscribes[mid] = PendingUnsubscribe(filter: filter, waiter: waiter)
+        return []
+    }
+
+    /// `on_unsubscribe`: UNSUBACK received.
+    mutating func unsubackReceived(mid: Int32) -> [Action] {
+        guard let pending = unsubscribes.removeValue(forKey: mid) else {
+            earlyUnsubAcks.insert(mid)
+            return []
+        }
+        subscriptions.removeAll { $0.filter == pending.filter }
+        return [.resume(pending.waiter, .done)]
+    }
+
+    // MARK: Helpers
+
+    private mutating func complete(_ pending: PendingSubscribe, granted: [Int32]) -> [Action] {
+        let filter = pending.subscription.filter
+        guard let code = granted.first, let qos = QoS(rawValue: UInt8(truncatingIfNeeded: code)), code >= 0, code <= 2
+        else {
+            // 0x80 (or anything not a QoS): refused. A refused restore drops the subscription.
+            subscriptions.removeAll { $0.filter == filter }
+            return pending.waiter.map { [.resume($0, .failed(.subscriptionRefused(filter: filter)))] } ?? []
+        }
+        if let index = subscriptions.firstIndex(where: { $0.filter == filter }) {
+            subscriptions[index] = pending.subscription
+        } else {
+            subscriptions.append(pending.subscription)
+        }
+        return pending.waiter.map { [.resume($0, .granted(qos))] } ?? []
+    }
+
+    private mutating func emit(_ newState: MQTTConnectionState) -> Action {
+        state = newState
+        return .emitState(newState)
+    }
+
+    /// A connection attempt failed or an established connection broke: reconnect or give up.
+    private mutating func connectionFailed(_ reason: MQTTDisconnectReason) -> [Action] {
+        let initial = phase == .connecting(initial: true)
+        var actions = [emit(.disconnected(reason: reason))]
+        if !initial, let (attempt, delay) = backoff.next() {
+            timerGeneration += 1
+            phase = .waitingToReconnect(generation: timerGeneration)
+            actions.append(emit(.reconnecting(attempt: attempt, delay: delay)))
+            actions.append(.scheduleReconnect(delay: delay, generation: timerGeneration))
+            return actions
+        }
+        phase = .disconnected
+        let error: MQTTClientError
+        switch reason {
+        case .connectFailed(let cause), .connectionLost(let cause): error = cause
+        }
+        actions += connectWaiters.map { .resume($0, .failed(error)) }
+        connectWaiters = []
+        actions += failPending(includingQueuedPublishes: true, with: .notConnected)
+        return actions
+    }
+
+    private mutating func finishClose() -> [Action] {
+        phase = .closed
+        epoch += 1
+        var actions: [Action] = state == .closed ? [] : [emit(.closed)]
+        actions += disconnectWaiters.map { .resume($0, .done) }
+        disconnectWaiters = []
+        actions += connectWaiters.map { .resume($0, .failed(.notConnected)) }
+        connectWaiters = []
+        actions += failPending(includingQueuedPublishes: true, with: .notConnected)
+        return actions
+    }
+
+    /// Fails subscribe/unsubscribe waiters and QoS 0 publishes (their packets die with the socket); QoS 1/2 publishes
+    /// too when `includingQueuedPublishes` (no reconnect will deliver them).
+    private mutating func failPending(includingQueuedPublishes: Bool, with error: MQTTClientError) -> [Action] {
+        var actions: [Action] = []
+        for (mid, pending) in publishes where includingQueuedPublishes || pending.qos == .atMostOnce {
+            publishes[mid] = nil
+            if pending.countsOffline { offlineQueued -= 1 }
+            actions.append(.resume(pending.waiter, .failed(error)))
+        }
+        for pending in subscribes.values {
+            if let waiter = pending.waiter { actions.append(.resume(waiter, .failed(error))) }
+        }
+        for pending in unsubscribes.values {
+            actions.append(.resume(pending.waiter, .failed(error)))
+        }
+        subscribes = [:]
+        unsubscribes = [:]
+        earlySubAcks = [:]
+        earlyUnsubAcks = []
+        return actions
+    }
+
+    /// Maps a refusing CONNACK code (MQTT 3 return code or MQTT 5 reason code) to an error.
+    static func refusalError(code: Int32, protocolVersion: MQTTClientProtocolVersion) -> MQTTClientError {
+        switch (protocolVersion, code) {
+        case (.v3_1, 1), (.v3_1_1, 1), (.v5, 0x84): return .unacceptableProtocolVersion
+        case (.v3_1, 2), (.v3_1_1, 2), (.v5, 0x85): return .identifierRejected
+        case (.v3_1, 3), (.v3_1_1, 3), (.v5, 0x88), (.v5, 0x89): return .serverUnavailable
+        case (.v3_1, 4), (.v3_1_1, 4), (.v5, 0x86): return .badUsernameOrPassword
+        case (.v3_1, 5), (.v3_1_1, 5), (.v5, 0x87): return .notAuthorized
+        default: return .protocolError("CONNACK refused with code \(code)")
+        }
+    }
+}

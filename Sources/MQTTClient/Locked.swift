@@ -1,0 +1,20 @@
+import Foundation
+
+/// A value protected by a lock.
+///
+/// `@unchecked Sendable`: every access to `value` goes through `withLock`, which holds `lock`, so the value is
+/// never touched by two threads at once.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+
+    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}
