@@ -1,0 +1,408 @@
+"""Harness of the black-box MQTT 3.1.1 suite.
+
+Every test that takes `broker` or `start_broker` runs twice: against a real mosquitto
+(the reference) and against our broker (`$MQTTCHAT_BIN broker -c CONF`). The mqttchat runs
+are skipped when MQTTCHAT_BIN is unset or not a file.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import paho.mqtt.client as mqtt
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import mqtt_raw  # noqa: E402
+
+WAIT = 5.0
+BROKER_KINDS = ["mosquitto", "mqttchat"]
+# Lines only our broker understands (mosquitto refuses unknown keys).
+MQTTCHAT_ONLY_LINES = ["connect_timeout 2"]
+# Options written before the `listener` line (global) and after it (per listener).
+LISTENER_OPTIONS = {"max_qos"}
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Broker:
+    """One broker process: config in a tmp dir, output captured to a file, restartable on the
+    same port with the same config."""
+
+    def __init__(self, kind: str, tmp: Path, options: dict):
+        self.kind = kind
+        self.tmp = tmp
+        self.port = free_port()
+        self.options = {"sys_interval": 1, **options}
+        self.conf = tmp / f"{kind}.conf"
+        self.log = tmp / f"{kind}.log"
+        self.proc: subprocess.Popen | None = None
+        self._log_file = None
+        self.starts = 0
+        self.conf.write_text(self.config_text())
+
+    def config_text(self) -> str:
+        lines = [f"{k} {v}" for k, v in self.options.items() if k not in LISTENER_OPTIONS]
+        lines += ["log_dest stdout", f"listener {self.port} 127.0.0.1", "allow_anonymous true"]
+        lines += [f"{k} {v}" for k, v in self.options.items() if k in LISTENER_OPTIONS]
+        if self.kind == "mqttchat":
+            lines += MQTTCHAT_ONLY_LINES
+        return "\n".join(lines) + "\n"
+
+    def command(self) -> list[str]:
+        if self.kind == "mosquitto":
+            return ["mosquitto", "-c", str(self.conf)]
+        return [os.environ["MQTTCHAT_BIN"], "broker", "-c", str(self.conf)]
+
+    def start(self, ready_timeout: float = 10.0) -> None:
+        self.starts += 1
+        self._log_file = open(self.log, "ab")
+        self._log_file.write(f"---- start #{self.starts}: {' '.join(self.command())}\n".encode())
+        self._log_file.flush()
+        self.proc = subprocess.Popen(self.command(), stdout=self._log_file,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + ready_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.kind} exited with {self.proc.returncode}:\n{self.output()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"{self.kind} not accepting connections on {self.port} within "
+                           f"{ready_timeout}s:\n{self.output()}")
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout)
+        self.proc = None
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def output(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")
+        except OSError:
+            return "<no output>"
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    # ---- clients bound to this broker
+    def raw(self) -> mqtt_raw.RawClient:
+        return mqtt_raw.RawClient(self.port)
+
+
+def mqttchat_bin() -> str | None:
+    path = os.environ.get("MQTTCHAT_BIN")
+    return path if path and os.path.isfile(path) else None
+
+
+@pytest.hookimpl(tryfirst=True, hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
+
+
+@pytest.fixture(params=BROKER_KINDS)
+def broker_kind(request) -> str:
+    if request.param == "mqttchat" and mqttchat_bin() is None:
+        pytest.skip("MQTTCHAT_BIN is unset or not a file: build mqttchat and export "
+                    "MQTTCHAT_BIN=<path to the mqttchat executable>")
+    if request.param == "mosquitto" and shutil.which("mosquitto") is None:
+        pytest.skip("mosquitto is not installed (scripts/setup.sh installs it)")
+    return request.param
+
+
+@pytest.fixture
+def start_broker(broker_kind, tmp_path, request):
+    """Factory: start_broker(max_inflight_messages=1, ...) -> a running Broker (stopped at teardown)."""
+    started: list[Broker] = []
+
+    def factory(**options) -> Broker:
+        d = tmp_path / f"broker{len(started)}"
+        d.mkdir()
+        b = Broker(broker_kind, d, options)
+        started.append(b)
+        b.start()
+        return b
+
+    yield factory
+    failed = any(getattr(request.node, f"rep_{w}", None) is not None
+                 and getattr(request.node, f"rep_{w}").failed for w in ("setup", "call"))
+    for b in started:
+        b.stop()
+        if failed:
+            print(f"\n===== {b.kind} config =====\n{b.config_text()}"
+                  f"===== {b.kind} output (port {b.port}) =====\n{b.output()}")
+
+
+@pytest.fixture
+def broker(start_broker) -> Broker:
+    return start_broker()
+
+
+@pytest.fixture
+def departure(request, broker_kind):
+    """departure("mosquitto", reason) makes this test a strict xfail on that broker kind."""
+
+    def mark(kind: str, reason: str) -> None:
+        if broker_kind == kind:
+            request.node.add_marker(pytest.mark.xfail(strict=True, reason=reason))
+
+    return mark
+
+
+# --------------------------------------------------------------------------- paho
+
+class Client:
+    """A paho-mqtt 2.x client (MQTT 3.1.1) with bounded waits on everything."""
+
+    def __init__(self, port: int, client_id: str | None = None, clean: bool = True,
+                 keepalive: int = 10, will: tuple | None = None):
+        self.port = port
+        self.client_id = client_id or f"t-{uuid.uuid4().hex[:12]}"
+        self.c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=self.client_id,
+                             protocol=mqtt.MQTTv311, clean_session=clean)
+        self.keepalive = keepalive
+        self.messages: "queue.Queue[mqtt.MQTTMessage]" = queue.Queue()
+        self.connected = threading.Event()
+        self.disconnected = threading.Event()
+        self.connack: tuple | None = None
+        self._subacks: dict[int, list[int]] = {}
+        self._unsubacks: set[int] = set()
+        self._cv = threading.Condition()
+        if will is not None:
+            self.c.will_set(*will)
+        self.c.on_connect = self._on_connect
+        self.c.on_disconnect = self._on_disconnect
+        self.c.on_message = lambda c, u, m: self.messages.put(m)
+        self.c.on_subscribe = self._on_subscribe
+        self.c.on_unsubscribe = self._on_unsubscribe
+
+    def _on_connect(self, c, u, flags, rc, props):
+        self.connack = (flags.session_present, rc.value)
+        self.connected.set()
+
+    def _on_disconnect(self, c, u, flags, rc, props):
+        self.disconnected.set()
+
+    def _on_subscribe(self, c, u, mid, rcs, props):
+        with self._cv:
+            self._subacks[mid] = [r.value for r in rcs]
+            self._cv.notify_all()
+
+    def _on_unsubscribe(self, c, u, mid, rcs, props):
+        with self._cv:
+            self._unsubacks.add(mid)
+            self._cv.notify_all()
+
+    def connect(self) -> "Client":
+        self.c.connect("127.0.0.1", self.port, keepalive=self.keepalive)
+        self.c.loop_start()
+        assert self.connected.wait(WAIT), f"{self.client_id}: no CONNACK"
+        assert self.connack[1] == 0, f"{self.client_id}: refused {self.connack}"
+        return self
+
+    @property
+    def session_present(self) -> bool:
+        return bool(self.connack[0])
+
+    def subscribe(self, topic: str, qos: int = 0) -> int:
+        rc, mid = self.c.subscribe(topic, qos)
+        assert rc == mqtt.MQTT_ERR_SUCCESS
+        with self._cv:
+            assert self._cv.wait_for(lambda: mid in self._subacks, WAIT), "no SUBACK"
+            return self._subacks[mid][0]
+
+    def unsubscribe(self, topic: str) -> None:
+        rc, mid = self.c.unsubscribe(topic)
+        assert rc == mqtt.MQTT_ERR_SUCCESS
+        with self._cv:
+            assert self._cv.wait_for(lambda: mid in self._unsubacks, WAIT), "no UNSUBACK"
+
+    def publish(self, topic: str, payload: bytes | str = b"", qos: int = 0, retain: bool = False) -> None:
+        info = self.c.publish(topic, payload, qos, retain)
+        info.wait_for_publish(WAIT)
+        assert info.is_published(), f"publish to {topic} not completed"
+
+    def get(self, timeout: float = WAIT) -> mqtt.MQTTMessage:
+        try:
+            return self.messages.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"{self.client_id}: no message within {timeout}s") from None
+
+    def get_n(self, n: int, timeout: float = WAIT) -> list[mqtt.MQTTMessage]:
+        deadline = time.monotonic() + timeout
+        return [self.get(max(0.01, deadline - time.monotonic())) for _ in range(n)]
+
+    def no_message(self, timeout: float = 0.5) -> None:
+        try:
+            m = self.messages.get(timeout=timeout)
+        except queue.Empty:
+            return
+        raise AssertionError(f"unexpected message {m.topic} {m.payload!r} qos={m.qos} retain={m.retain}")
+
+    def disconnect(self) -> None:
+        self.c.disconnect()
+        self.disconnected.wait(WAIT)
+        self.c.loop_stop()
+
+    def stop(self) -> None:
+        """Teardown: DISCONNECT if still connected, then stop the network thread."""
+        try:
+            self.c.disconnect()
+        except Exception:
+            pass
+        self.c.loop_stop()
+
+
+@pytest.fixture
+def client_factory():
+    """client_factory(broker, client_id=None, clean=True, keepalive=10, will=None, connect=True)."""
+    made: list[Client] = []
+
+    def factory(broker: Broker, client_id: str | None = None, clean: bool = True,
+                keepalive: int = 10, will: tuple | None = None, connect: bool = True) -> Client:
+        c = Client(broker.port, client_id, clean, keepalive, will)
+        made.append(c)
+        return c.connect() if connect else c
+
+    yield factory
+    for c in made:
+        c.stop()
+
+
+@pytest.fixture
+def raw_factory():
+    """raw_factory(broker) -> RawClient, closed at teardown."""
+    made: list[mqtt_raw.RawClient] = []
+
+    def factory(broker: Broker) -> mqtt_raw.RawClient:
+        c = broker.raw()
+        made.append(c)
+        return c
+
+    yield factory
+    for c in made:
+        c.close()
+
+
+def unique(prefix: str = "e2e") -> str:
+    return f"{prefix}/{uuid.uuid4().hex[:10]}"
+
+
+# --------------------------------------------------------------------------- mosquitto_pub / mosquitto_sub
+
+def mosquitto_pub(broker: Broker, topic: str, message: str, qos: int = 0, retain: bool = False,
+                  timeout: float = 10.0, extra: list[str] | None = None) -> subprocess.CompletedProcess:
+    args = ["mosquitto_pub", "-h", "127.0.0.1", "-p", str(broker.port), "-V", "mqttv311",
+            "-t", topic, "-m", message, "-q", str(qos)]
+    if retain:
+        args.append("-r")
+    args += extra or []
+    r = subprocess.run(args, capture_output=True, timeout=timeout, text=True)
+    assert r.returncode == 0, f"mosquitto_pub failed: {r.stderr}"
+    return r
+
+
+class SubProcess:
+    """mosquitto_sub in the background, always bounded by -W and -C. Started with -d so that the
+    harness can wait for its SUBACK ("Subscribed (mid: ...)") before the test publishes."""
+
+    def __init__(self, broker: Broker, topic: str, count: int, qos: int = 0, wait: int = 8,
+                 extra: list[str] | None = None):
+        self.args = ["stdbuf", "-oL", "mosquitto_sub", "-h", "127.0.0.1", "-p", str(broker.port), "-V", "mqttv311",
+                     "-t", topic, "-q", str(qos), "-C", str(count), "-W", str(wait), "-d",
+                     "-F", "MSG|%t|%q|%r|%p"] + (extra or [])
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, stdin=subprocess.DEVNULL)
+        self.lines: "queue.Queue[str | None]" = queue.Queue()
+        self.all_lines: list[str] = []
+        self.wait_s = wait
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def wait_subscribed(self, timeout: float = WAIT) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"mosquitto_sub not subscribed: {self.all_lines}") from None
+            if line is None:
+                raise AssertionError(f"mosquitto_sub ended before SUBACK: {self.all_lines}")
+            self.all_lines.append(line)
+            if line.startswith("Subscribed"):
+                return
+
+    def result(self) -> list[tuple[str, int, int, str]]:
+        """Message lines as (topic, qos, retain, payload), once mosquitto_sub has exited."""
+        try:
+            self.proc.wait(timeout=self.wait_s + 5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        rows = []
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            line = self.lines.get(timeout=WAIT)
+            if line is None:
+                break
+            self.all_lines.append(line)
+        for line in self.all_lines:
+            if line.startswith("MSG|"):
+                _, t, q, r, p = line.split("|", 4)
+                rows.append((t, int(q), int(r), p))
+        return rows
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def sub_factory():
+    made: list[SubProcess] = []
+
+    def factory(*args, **kw) -> SubProcess:
+        s = SubProcess(*args, **kw)
+        made.append(s)
+        return s
+
+    yield factory
+    for s in made:
+        s.kill()
