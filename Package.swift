@@ -91,6 +91,16 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        // MARK: Examples
+        // A room bot embedding ChatClient (examples/RoomBot). A target of this package rather than a nested
+        // package, so CI builds it with the rest instead of resolving and compiling the dependencies twice.
+        .executableTarget(
+            name: "RoomBot",
+            dependencies: ["MQTTChat", "MQTTClient"],
+            path: "examples/RoomBot/Sources/RoomBot",
+            swiftSettings: strictSettings
+        ),
+
         // MARK: Tests
         .testTarget(
             name: "MQTTCoreTests",
