@@ -22,7 +22,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Prefix every line read with [NAME], so the interleaved output says who printed what.
+# Prefix every line read with [NAME], so the interleaved output says who printed what. Background
+# commands write into `> >(prefix NAME)` rather than a pipe, so that `$!` is the command itself (which
+# the EXIT trap stops), not the last stage of a pipeline.
 prefix() { while IFS= read -r line; do printf '[%s] %s\n' "$1" "$line"; done; }
 step() { printf '\n== %s\n' "$*"; }
 
@@ -37,7 +39,8 @@ wait_for_port() {
 }
 
 step "1. Start a broker"
-if "$BIN" broker --help >/dev/null 2>&1; then
+# The binary has a broker when `mqttchat --help` lists the subcommand.
+if "$BIN" --help 2>/dev/null | grep -qE '^[[:space:]]+broker([[:space:]]|$)'; then
     "$BIN" broker -p 0 >"$WORK/broker.log" 2>&1 &
     PIDS+=($!)
     PORT=""
@@ -58,7 +61,7 @@ fi
 wait_for_port "$PORT"
 
 step "2. Watch the raw topics: mosquitto_sub -v -t 'mqttchat/#' (payloads are protobuf, shown as sizes)"
-stdbuf -oL mosquitto_sub -h 127.0.0.1 -p "$PORT" -v -t 'mqttchat/#' -F '%t (%l bytes)' -W 40 | prefix raw &
+stdbuf -oL mosquitto_sub -h 127.0.0.1 -p "$PORT" -v -t 'mqttchat/#' -F '%t (%l bytes)' -W 40 > >(prefix raw) &
 PIDS+=($!)
 sleep 1
 
@@ -66,21 +69,22 @@ step "3. bob and alice chat in #lobby (each reads a script from a pipe, then lea
 # Timeline (seconds): bob joins at 0, alice at 1; alice talks at 2, bob answers at 4, alice asks
 # who is here at 5; both scripts end and the sessions leave and disconnect by themselves.
 { sleep 4; echo "hi alice"; sleep 3; } |
-    "$BIN" chat -p "$PORT" --room lobby --name bob --history-db "$WORK/bob.sqlite" | prefix bob &
+    "$BIN" chat -p "$PORT" --room lobby --name bob --history-db "$WORK/bob.sqlite" > >(prefix bob) &
 BOB=$!
 PIDS+=($BOB)
 sleep 1
 { sleep 1; echo "hello bob"; echo "/gift rose 2"; echo "/dm bob this one is just for you"; sleep 2; echo "/members"; sleep 1; } |
-    "$BIN" chat -p "$PORT" --room lobby --name alice --history-db "$WORK/alice.sqlite" | prefix alice &
+    "$BIN" chat -p "$PORT" --room lobby --name alice --history-db "$WORK/alice.sqlite" > >(prefix alice) &
 ALICE=$!
 PIDS+=($ALICE)
 wait "$ALICE" "$BOB"
+sleep 0.2  # let the prefixing readers print the last lines
 
 step "4. bob's local history (mqttchat history)"
 "$BIN" history --name bob --db "$WORK/bob.sqlite" | prefix history
 
 step "5. One message through the plain MQTT commands: mqttchat subscribe decodes chat envelopes"
-"$BIN" subscribe -p "$PORT" -t 'mqttchat/rooms/lobby/messages' -v -C 1 -W 10 | prefix subscribe &
+"$BIN" subscribe -p "$PORT" -t 'mqttchat/rooms/lobby/messages' -v -C 1 -W 10 > >(prefix subscribe) &
 SUB=$!
 PIDS+=($SUB)
 sleep 1

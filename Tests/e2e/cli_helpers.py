@@ -170,9 +170,10 @@ class AuthMosquitto:
         for i, (user, password) in enumerate(users.items()):
             subprocess.run(["mosquitto_passwd", "-b"] + (["-c"] if i == 0 else []) + [str(passwd), user, password],
                            check=True, capture_output=True, timeout=10)
-        os.chmod(passwd, 0o644)  # mosquitto drops root privileges and must still read it
         conf = tmp / "auth.conf"
-        conf.write_text(f"log_dest stdout\nlistener {self.port} 127.0.0.1\nallow_anonymous false\n"
+        # `user root`: when started as root, mosquitto would otherwise switch to the mosquitto user, which
+        # cannot read a password file in pytest's private tmp dir (ignored when not started as root).
+        conf.write_text(f"user root\nlog_dest stdout\nlistener {self.port} 127.0.0.1\nallow_anonymous false\n"
                         f"password_file {passwd}\n")
         self.log = open(tmp / "auth.log", "wb")
         self.proc = subprocess.Popen(["mosquitto", "-c", str(conf)], stdout=self.log, stderr=subprocess.STDOUT,
