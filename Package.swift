@@ -73,7 +73,14 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
-            exclude: ["Proto/chat.proto"],
+            exclude: ["Proto/chat.proto", "TOPICS.md"],
+            swiftSettings: strictSettings
+        ),
+
+        // MARK: Benchmark: protobuf vs JSON envelopes (swift run -c release ChatCodecBench)
+        .executableTarget(
+            name: "ChatCodecBench",
+            dependencies: ["MQTTChat", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             swiftSettings: strictSettings
         ),
 

@@ -1,0 +1,120 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A TCP relay in front of the broker whose connections can be cut at once.
+///
+/// Cutting them makes the broker see the client's TCP connection die without an MQTT DISCONNECT, exactly
+/// as when the client process is killed, so the broker publishes the client's will.
+final class DroppableProxy: @unchecked Sendable {
+    let port: Int
+    private let upstreamPort: Int
+    private let listener: Int32
+    private let lock = NSLock()
+    private var sockets: [Int32] = []
+    private var isDropped = false
+
+    init(upstreamPort: Int) throws {
+        self.upstreamPort = upstreamPort
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw HarnessError.socket("socket") }
+        var reuse: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+        var address = loopback(port: 0)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard bound == 0, named == 0, listen(fd, 8) == 0 else {
+            close(fd)
+            throw HarnessError.socket("bind/listen")
+        }
+        listener = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread.detachNewThread { [self] in acceptLoop() }
+    }
+
+    /// Cuts every relayed connection and stops accepting new ones.
+    func dropAll() {
+        lock.lock()
+        isDropped = true
+        let open = sockets
+        sockets.removeAll()
+        lock.unlock()
+        shutdown(listener, Int32(SHUT_RDWR))
+        for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    deinit {
+        dropAll()
+        close(listener)
+    }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else { return }
+            guard let upstream = try? connectedSocket(port: upstreamPort) else {
+                close(client)
+                continue
+            }
+            lock.lock()
+            let dropped = isDropped
+            if !dropped { sockets += [client, upstream] }
+            lock.unlock()
+            if dropped {
+                close(client)
+                close(upstream)
+                return
+            }
+            let pair = SocketPair(client, upstream)
+            Thread.detachNewThread { relay(from: client, to: upstream, pair: pair) }
+            Thread.detachNewThread { relay(from: upstream, to: client, pair: pair) }
+        }
+    }
+}
+
+/// Two relayed sockets, closed by whichever relay thread finishes last.
+private final class SocketPair: @unchecked Sendable {
+    private let lock = NSLock()
+    private var running = 2
+    private let sockets: (Int32, Int32)
+
+    init(_ first: Int32, _ second: Int32) { sockets = (first, second) }
+
+    func relayFinished() {
+        lock.lock()
+        running -= 1
+        let last = running == 0
+        lock.unlock()
+        if last {
+            close(sockets.0)
+            close(sockets.1)
+        }
+    }
+}
+
+/// Copies bytes until either side closes, then shuts both down.
+private func relay(from source: Int32, to destination: Int32, pair: SocketPair) {
+    defer { pair.relayFinished() }
+    var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+    loop: while true {
+        let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
+        if count <= 0 { break }
+        var offset = 0
+        while offset < count {
+            let written = buffer.withUnsafeBytes { bytes in
+                write(destination, bytes.baseAddress.map { $0 + offset }, count - offset)
+            }
+            if written <= 0 { break loop }
+            offset += written
+        }
+    }
+    shutdown(source, Int32(SHUT_RDWR))
+    shutdown(destination, Int32(SHUT_RDWR))
+}
