@@ -64,6 +64,18 @@ let package = Package(
             dependencies: ["CMosquitto", "MQTTCore"],
             swiftSettings: strictSettings
         ),
+        // A client that connects with a will and sleeps; MQTTClientTests SIGKILL it to see the will published.
+        .executableTarget(
+            name: "MQTTClientProbe",
+            dependencies: ["MQTTClient", "MQTTCore"],
+            swiftSettings: strictSettings
+        ),
+        // Publish throughput through MQTTClient versus libmosquitto's C API, against a mosquitto it starts.
+        .executableTarget(
+            name: "MQTTClientBench",
+            dependencies: ["MQTTClient", "MQTTCore", "CMosquitto"],
+            swiftSettings: strictSettings
+        ),
 
         // MARK: Chat layer
         .target(
@@ -124,7 +136,7 @@ let package = Package(
         ),
         .testTarget(
             name: "MQTTClientTests",
-            dependencies: ["MQTTClient", "MQTTBroker"]
+            dependencies: ["MQTTClient", "MQTTCore", "MQTTBroker", "MQTTClientProbe"]
         ),
         .testTarget(
             name: "MQTTChatTests",

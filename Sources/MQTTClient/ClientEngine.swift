@@ -10,8 +10,9 @@ typealias Waiter = CheckedContinuation<Completion, Never>
 /// Threads: caller tasks call `mosquitto_publish` / `mosquitto_subscribe` / `mosquitto_unsubscribe` directly; one
 /// network thread (ours, not `mosquitto_loop_start`, so libmosquitto never reconnects on its own) runs connect,
 /// `mosquitto_loop` and our reconnect timer. libmosquitto callbacks run on that thread and only copy their data into
-/// the lock-protected state machine or yield it into stream continuations; they never block and never call back
-/// into libmosquitto (work that needs the library is queued for the network thread as a ``LoopControl/Command``).
+/// the lock-protected state machine or yield it into stream continuations; they never block. The one library call
+/// made from a callback is restoring subscriptions in `on_connect` (`mosquitto_subscribe` only queues a packet and
+/// never waits); connect and disconnect are queued for the network thread (``LoopControl/Command``).
 /// We never hold our own locks while calling libmosquitto, so its internal mutexes cannot deadlock with ours.
 final class ClientEngine: Sendable {
     let configuration: MQTTClientConfiguration
@@ -63,10 +64,10 @@ final class ClientEngine: Sendable {
         thread.start()
     }
 
-    /// Stops the network thread (which destroys the handle) and ends every stream. Called from `MQTTClient.deinit`.
+    /// Tells the network thread to stop (it destroys the handle on its way out, within about 100 ms) and ends every
+    /// stream. Called from `MQTTClient.deinit`; never blocks, because deinit may run on a cooperative thread.
     func shutdown() {
         loop.send(.stop)
-        _ = loop.waitForExit(timeout: .seconds(2))
         let stateStreams = core.withLock { core in
             let streams = core.stateStreams
             core.stateStreams = [:]
@@ -236,7 +237,10 @@ final class ClientEngine: Sendable {
             case .sendDisconnect:
                 loop.send(.disconnect)
             case .resubscribe(let subscriptions):
-                loop.send(.resubscribe(subscriptions))
+                // Comes from on_connect, on the network thread. libmosquitto re-sends its queued QoS 1/2 messages
+                // right after on_connect returns, so subscribing here (queue-only calls that never wait) puts the
+                // SUBSCRIBEs on the wire before those messages and the client receives its own offline publishes.
+                restore(subscriptions)
             }
         }
     }
@@ -252,7 +256,6 @@ final class ClientEngine: Sendable {
             case .stop:
                 // Dropping the socket without DISCONNECT: the broker publishes the will, as for a crash.
                 handle.destroy()
-                loop.markExited()
                 return
             case .connect:
                 socketOpen = openConnection()
@@ -261,14 +264,18 @@ final class ClientEngine: Sendable {
                     socketOpen = false
                     feed { $0.disconnectFoundNoConnection() }
                 }
-            case .resubscribe(let subscriptions):
-                restore(subscriptions)
             case .reconnectTimerFired(let generation):
                 feed { $0.reconnectTimerFired(generation: generation) }
             }
             if socketOpen {
-                _ = mosquitto_loop(handle.pointer, 100, 1)
+                let rc = mosquitto_loop(handle.pointer, 100, 1)
                 socketOpen = mosquitto_socket(handle.pointer) >= 0
+                if !socketOpen {
+                    // Usually on_disconnect reported this already (then the event is ignored), but libmosquitto
+                    // closes a socket whose TLS handshake failed inside mosquitto_loop without calling it.
+                    let error = MosquittoError.lossError(rc)
+                    feed { $0.connectionClosed(cleanly: rc == MosquittoError.success, error: error) }
+                }
             }
         }
     }

@@ -10,8 +10,6 @@ final class LoopControl: @unchecked Sendable {
         case connect
         /// Send DISCONNECT (`mosquitto_disconnect`).
         case disconnect
-        /// Restore subscriptions after a reconnect without session.
-        case resubscribe([TopicSubscription])
         /// The reconnect timer of this generation expired.
         case reconnectTimerFired(generation: Int)
         /// Leave the loop and destroy the handle.
@@ -22,7 +20,6 @@ final class LoopControl: @unchecked Sendable {
     private var commands: [Command] = []
     private var timer: (deadline: ContinuousClock.Instant, generation: Int)?
     private var stopping = false
-    private let exited = DispatchSemaphore(value: 0)
 
     /// Queues a command and wakes the thread if it waits.
     func send(_ command: Command) {
@@ -58,16 +55,5 @@ final class LoopControl: @unchecked Sendable {
             let seconds = Double(untilTimer.components.seconds) + Double(untilTimer.components.attoseconds) * 1e-18
             _ = condition.wait(until: Date(timeIntervalSinceNow: min(seconds, 1)))
         }
-    }
-
-    /// Called by the network thread as its very last action.
-    func markExited() {
-        exited.signal()
-    }
-
-    /// Waits (bounded) for the network thread to finish.
-    func waitForExit(timeout: Duration) -> Bool {
-        let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
-        return exited.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .success
     }
 }

@@ -1,0 +1,106 @@
+import Foundation
+import MQTTClient
+import MQTTCore
+import Testing
+
+@Suite("Publishing and receiving through a real broker", .timeLimit(.minutes(1)))
+struct MessagingTests {
+    @Test(
+        "QoS round trips deliver every message (QoS 2 exactly once)",
+        arguments: TestBrokerKind.allCases, QoS.allCases)
+    func roundTrip(kind: TestBrokerKind, qos: QoS) async throws {
+        try await withBroker(kind) { broker in
+            let subscriber = try await connectedClient(broker, "sub")
+            let publisher = try await connectedClient(broker, "pub")
+            let topic = "rt/\(uniqueID("t"))"
+            let granted = try await subscriber.subscribe(topic, qos: .exactlyOnce)
+            #expect(granted == .exactlyOnce)
+            let received = Collector(subscriber.messages())
+            let count = 20
+            for index in 0..<count {
+                try await withTimeout(.seconds(5), "publish \(index)") {
+                    try await publisher.publish(topic: topic, payload: Array("m\(index)".utf8), qos: qos)
+                }
+            }
+            let messages = try await received.wait(count: count)
+            #expect(messages.map(\.payload.text) == (0..<count).map { "m\($0)" })
+            #expect(messages.allSatisfy { $0.topic == topic && $0.qos == qos && !$0.retain })
+            if qos == .exactlyOnce {
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(received.snapshot.count == count, "QoS 2 must not deliver duplicates")
+            }
+            await subscriber.disconnect()
+            await publisher.disconnect()
+        }
+    }
+
+    @Test("a client subscribed to its own clientID topic receives what another client sends there",
+          arguments: TestBrokerKind.allCases)
+    func ownClientIDTopic(kind: TestBrokerKind) async throws {
+        try await withBroker(kind) { broker in
+            let alice = try await connectedClient(broker, "alice")
+            let bob = try await connectedClient(broker, "bob")
+            let inbox = "clients/\(alice.configuration.clientID)"
+            try await alice.subscribe(inbox, qos: .atLeastOnce)
+            let everything = Collector(alice.messages())
+            let inboxOnly = Collector(alice.messages(matching: "clients/+"))
+            let otherOnly = Collector(alice.messages(matching: "elsewhere/#"))
+            try await bob.publish(topic: inbox, payload: Array("hi alice".utf8), qos: .atLeastOnce)
+            let got = try await inboxOnly.wait(count: 1)
+            #expect(got.first?.payload.text == "hi alice")
+            try await everything.wait(count: 1)
+            #expect(otherOnly.snapshot.isEmpty)
+            await alice.disconnect()
+            await bob.disconnect()
+        }
+    }
+
+    @Test("retained messages arrive flagged, unsubscribe stops delivery", arguments: TestBrokerKind.allCases)
+    func retainAndUnsubscribe(kind: TestBrokerKind) async throws {
+        try await withBroker(kind) { broker in
+            let client = try await connectedClient(broker, "ru")
+            let topic = "ret/\(uniqueID("t"))"
+            try await client.publish(topic: topic, payload: Array("kept".utf8), qos: .atLeastOnce, retain: true)
+            let received = Collector(client.messages())
+            try await client.subscribe(topic, qos: .atLeastOnce)
+            let retained = try await received.wait(count: 1)
+            #expect(retained.first?.retain == true)
+            #expect(retained.first?.payload.text == "kept")
+            try await client.unsubscribe(topic)
+            try await client.publish(topic: topic, payload: Array("after".utf8), qos: .atLeastOnce)
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(received.snapshot.count == 1, "no delivery after UNSUBACK")
+            await client.disconnect()
+        }
+    }
+
+    @Test("8 tasks x 200 concurrent QoS 1 publishes arrive without loss", arguments: TestBrokerKind.allCases)
+    func concurrentPublishes(kind: TestBrokerKind) async throws {
+        try await withBroker(kind) { broker in
+            let subscriber = try await connectedClient(broker, "csub")
+            let publisher = try await connectedClient(broker, "cpub")
+            let topic = "load/\(uniqueID("t"))"
+            try await subscriber.subscribe(topic, qos: .atLeastOnce)
+            let received = Collector(subscriber.messages())
+            let tasks = 8
+            let perTask = 200
+            try await withTimeout(.seconds(30), "concurrent publishes") {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for task in 0..<tasks {
+                        group.addTask {
+                            for index in 0..<perTask {
+                                try await publisher.publish(
+                                    topic: topic, payload: Array("\(task)-\(index)".utf8), qos: .atLeastOnce)
+                            }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            let messages = try await received.wait(count: tasks * perTask, timeout: .seconds(20))
+            #expect(Set(messages.map(\.payload.text)).count == tasks * perTask)
+            await subscriber.disconnect()
+            await publisher.disconnect()
+        }
+    }
+}
