@@ -11,7 +11,8 @@ struct ChatCommand: AsyncParsableCommand {
         discussion: """
             The user id (MQTT client id, inbox and history key) is --name unless -i ID is given, so \
             `/dm bob ...` reaches whoever chats as bob. Stdin may be a pipe: lines are read until EOF, \
-            then the client waits --linger seconds for messages in flight, leaves and disconnects. \
+            then the client waits --linger seconds for messages in flight, leaves and disconnects; \
+            Ctrl-C or SIGTERM quits the same way (a second one exits at once). \
             \(ChatInput.helpText)
             Exit codes: 0 done, 64 usage, 65 invalid room or name, 69 broker unreachable, \
             74 history database unusable, 77 authentication refused.
@@ -48,7 +49,11 @@ struct ChatCommand: AsyncParsableCommand {
             configuration.history = historyDB.map { .file(path: $0) } ?? .defaultFile(for: userID)
             let session = try await ChatSession.start(
                 configuration, room: roomName, address: connection.address, connectTimeout: connection.connectTimeout)
-            await session.run(input: StandardInputLines.stream(), linger: linger)
+            let input = StandardInputLines.stream()
+            // Ctrl-C (or SIGTERM) quits like /quit: others see "left" rather than "went offline".
+            let interrupts = InterruptHandler { input.continuation.yield("/quit") }
+            await session.run(input: input.lines, linger: linger)
+            withExtendedLifetime(interrupts) {}
         }
     }
 }

@@ -88,7 +88,7 @@ struct PublishCommand: AsyncParsableCommand {
                 case .messages(let messages):
                     for message in messages { try await send(message, client) }
                 case .stdinLines(let makeMessage):
-                    for await line in StandardInputLines.stream() { try await send(makeMessage(line), client) }
+                    for await line in StandardInputLines.stream().lines { try await send(makeMessage(line), client) }
                 }
             } catch {
                 await client.disconnect()

@@ -129,3 +129,16 @@ def test_cli_chat_explicit_client_id(broker, cli_factory, tmp_path):
     assert watch.finish() == 0
     assert watch.lines[0].startswith("mqttchat/users/bob-42/inbox ")
     assert alice.finish() == 0 and bob.finish() == 0
+
+
+def test_cli_chat_ctrl_c_leaves_cleanly(broker, cli_factory, tmp_path):
+    import signal
+    room = room_name()
+    bob = start_chat(cli_factory, broker, room, "bob", tmp_path)
+    alice = start_chat(cli_factory, broker, room, "alice", tmp_path)
+    bob.wait_for(rf"^{TIME} \* alice is here$")
+    alice.proc.send_signal(signal.SIGINT)  # stdin stays open: only the signal ends the session
+    assert alice.proc.wait(10) == 0
+    bob.wait_for(rf"^{TIME} \* alice left$")
+    assert bob.finish() == 0
+    assert not any("alice went offline" in line for line in bob.lines)
