@@ -100,9 +100,12 @@ let package = Package(
         .executableTarget(
             name: "mqttchat",
             dependencies: [
+                "MQTTCore",
                 "MQTTBroker",
                 "MQTTClient",
                 "MQTTChat",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -116,6 +119,16 @@ let package = Package(
         .executableTarget(
             name: "FuzzPacketDecoder",
             dependencies: ["MQTTCore", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: strictSettings
+        ),
+
+        // MARK: Examples
+        // A room bot embedding ChatClient (examples/RoomBot). A target of this package rather than a nested
+        // package, so CI builds it with the rest instead of resolving and compiling the dependencies twice.
+        .executableTarget(
+            name: "RoomBot",
+            dependencies: ["MQTTChat", "MQTTClient"],
+            path: "examples/RoomBot/Sources/RoomBot",
             swiftSettings: strictSettings
         ),
 

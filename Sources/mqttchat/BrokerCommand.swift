@@ -30,8 +30,8 @@ struct BrokerCommand: AsyncParsableCommand {
             do {
                 settings = try BrokerConfigParser.load(path: configFile)
             } catch {
-                FileHandle.standardError.write(Data("mqttchat broker: \(error)\n".utf8))
-                throw ExitCode(ExitCodes.configInvalid)
+                Console.error("mqttchat broker: \(error)")
+                throw CLIExitCode.configInvalid.exitCode
             }
         }
         if let port {
@@ -50,9 +50,9 @@ struct BrokerCommand: AsyncParsableCommand {
         do {
             addresses = try await broker.start().map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" }
         } catch {
-            FileHandle.standardError.write(Data("mqttchat broker: cannot listen: \(error)\n".utf8))
+            Console.error("mqttchat broker: cannot listen: \(error)")
             await broker.shutdown()
-            throw ExitCode(ExitCodes.listenFailed)
+            throw CLIExitCode.listenFailed.exitCode
         }
         // A stable, parseable readiness line (scripts read the port from it when they pass -p 0).
         FileHandle.standardOutput.write(Data("mqttchat broker listening on \(addresses.joined(separator: " "))\n".utf8))

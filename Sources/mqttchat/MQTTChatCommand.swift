@@ -6,6 +6,12 @@ struct MQTTChatCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mqttchat",
         abstract: "Real-time chat over MQTT: a broker, a client and chat commands.",
-        subcommands: [BrokerCommand.self]
+        subcommands: [
+            BrokerCommand.self,
+            PublishCommand.self,
+            SubscribeCommand.self,
+            ChatCommand.self,
+            HistoryCommand.self,
+        ]
     )
 }

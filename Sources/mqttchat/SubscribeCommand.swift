@@ -1,0 +1,215 @@
+import ArgumentParser
+import Foundation
+import MQTTChat
+import MQTTClient
+import MQTTCore
+
+/// `mqttchat subscribe`: mosquitto_sub's everyday flags, with chat envelopes decoded.
+struct SubscribeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "subscribe",
+        abstract: "Subscribe to topics and print what arrives (chat envelopes decoded).",
+        discussion: """
+            Exit codes: 0 done, 27 timeout (-W), 64 usage, 65 invalid topic, 69 broker unreachable, \
+            77 authentication or subscription refused.
+            """,
+        helpNames: [.long])
+
+    @OptionGroup var connection: ClientOptions
+
+    @Option(name: [.customShort("t"), .long], help: "Topic filter to subscribe to (repeatable).")
+    var topic: [String] = []
+
+    @Option(name: [.customShort("q"), .long], help: "QoS of the subscriptions (0, 1 or 2).")
+    var qos = 0
+
+    @Option(name: [.customShort("C"), .customLong("count")], help: "Exit after this many messages.")
+    var count: Int?
+
+    @Option(name: [.customShort("W"), .customLong("timeout")], help: "Exit with code 27 after this many seconds.")
+    var timeout: Double?
+
+    @Flag(name: [.customShort("v"), .long], help: "Print the topic before each message (text format).")
+    var verbose = false
+
+    @Flag(name: [.customShort("d"), .long], help: "Report connection and subscriptions on stderr.")
+    var debug = false
+
+    @Option(help: "Output format: text, json (one object per line) or delimited (length-prefixed envelopes).")
+    var format: SubscribeOutputFormat = .text
+
+    func validate() throws {
+        guard !topic.isEmpty else { throw ValidationError("at least one -t TOPIC is required") }
+        guard QoS(rawValue: UInt8(clamping: qos)) != nil, qos >= 0 else { throw ValidationError("-q must be 0, 1 or 2") }
+        if let count, count < 1 { throw ValidationError("-C must be at least 1") }
+        if let timeout, timeout <= 0 { throw ValidationError("-W must be positive") }
+    }
+
+    func run() async throws {
+        try await CLIFailure.reporting("subscribe") {
+            let started = ContinuousClock.now
+            let client = try await MQTTConnection.open(
+                connection, clientID: connection.clientID(defaultPrefix: "mqttchat-sub"), reconnect: .exponential())
+            if debug { Console.error("Connected to \(connection.address)") }
+            let outcome: SubscribeOutcome
+            do {
+                outcome = try await receive(client, started: started)
+            } catch {
+                await client.disconnect()
+                throw error
+            }
+            await client.disconnect()
+            if case .timedOut(let received) = outcome {
+                let expected = count.map { " of \($0)" } ?? ""
+                throw CLIFailure(.timeout, "timed out after \(timeout ?? 0) s (\(received)\(expected) messages)")
+            }
+        }
+    }
+
+    /// Subscribes, then prints messages until `-C` is reached, `-W` runs out or the client goes away.
+    private func receive(_ client: MQTTClient, started: ContinuousClock.Instant) async throws(CLIFailure)
+        -> SubscribeOutcome
+    {
+        let messages = client.messages()  // before SUBSCRIBE, so nothing (e.g. retained) is missed
+        let level = QoS(rawValue: UInt8(clamping: qos)) ?? .atMostOnce
+        for filter in topic {
+            do {
+                let granted = try await client.subscribe(filter, qos: level)
+                if debug { Console.error("Subscribed to \(filter) (granted QoS \(granted.rawValue))") }
+            } catch {
+                throw CLIFailure(error, address: connection.address)
+            }
+        }
+        let printer = SubscribePrinter(format: format, verbose: verbose)
+        let limit = count
+        let deadline = timeout.map { started + .milliseconds(Int64(($0 * 1000).rounded())) }
+        return await withTaskGroup(of: SubscribeOutcome.self) { group in
+            group.addTask {
+                var received = 0
+                for await message in messages {
+                    printer.print(message)
+                    received += 1
+                    if let limit, received >= limit { return .done }
+                }
+                return .ended(received)
+            }
+            if let deadline {
+                group.addTask {
+                    try? await Task.sleep(until: deadline, clock: .continuous)
+                    return .timedOut(received: printer.printedCount)
+                }
+            }
+            let first = await group.next() ?? .done
+            group.cancelAll()
+            return first
+        }
+    }
+}
+
+/// How a subscription run ended.
+enum SubscribeOutcome: Sendable {
+    /// `-C` messages arrived.
+    case done
+    /// The message stream ended (the client went away) after this many messages.
+    case ended(Int)
+    /// `-W` ran out after this many messages.
+    case timedOut(received: Int)
+}
+
+/// The output formats of `subscribe --format`.
+enum SubscribeOutputFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
+    /// One readable line per message.
+    case text
+    /// One JSON object per line.
+    case json
+    /// Varint-length-prefixed protobuf envelopes (SwiftProtobuf's `BinaryDelimited`), replayable with
+    /// `publish --delimited -f FILE`; messages that are not chat envelopes are skipped.
+    case delimited
+}
+
+/// Writes received messages to stdout in one format; counts what it printed.
+final class SubscribePrinter: @unchecked Sendable {
+    // @unchecked: only the single receiving task calls `print`; `printedCount` is read under `lock`.
+    private let format: SubscribeOutputFormat
+    private let verbose: Bool
+    private let lock = NSLock()
+    private var printed = 0
+    private var warnedAboutRaw = false
+    private let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    init(format: SubscribeOutputFormat, verbose: Bool) {
+        self.format = format
+        self.verbose = verbose
+    }
+
+    /// How many messages were handled so far.
+    var printedCount: Int { lock.withLock { printed } }
+
+    func print(_ message: MQTTMessage) {
+        let envelope = ChatPayload.envelope(topic: message.topic, payload: message.payload)
+        switch format {
+        case .text:
+            let body = envelope.flatMap(EnvelopeSummary.init).map(\.line) ?? ChatPayload.rawText(message.payload).text
+            Console.line(verbose ? "\(message.topic) \(body)" : body)
+        case .json:
+            Console.line(json(message, envelope: envelope))
+        case .delimited:
+            if envelope != nil {
+                Console.bytes(Varint.encode(UInt64(message.payload.count)) + message.payload)
+            } else if !warnedAboutRaw {
+                warnedAboutRaw = true
+                Console.error("mqttchat subscribe: skipping messages that are not chat envelopes (e.g. on \(message.topic))")
+            }
+        }
+        lock.withLock { printed += 1 }
+    }
+
+    private func json(_ message: MQTTMessage, envelope: ProtoEnvelope?) -> String {
+        let summary = envelope.flatMap(EnvelopeSummary.init)
+        let raw = summary == nil ? ChatPayload.rawText(message.payload) : nil
+        let object = SubscribeJSONLine(
+            topic: message.topic, qos: Int(message.qos.rawValue), retain: message.retain,
+            payload: raw.flatMap { $0.isHex ? nil : $0.text }, payloadHex: raw.flatMap { $0.isHex ? $0.text : nil },
+            envelope: summary)
+        guard let data = try? encoder.encode(object), let line = String(data: data, encoding: .utf8) else {
+            return "{\"topic\":\"?\",\"error\":\"unencodable\"}"
+        }
+        return line
+    }
+}
+
+/// One line of `subscribe --format json`.
+struct SubscribeJSONLine: Encodable {
+    let topic: String
+    let qos: Int
+    let retain: Bool
+    /// The payload as text, when it is UTF-8 and not a chat envelope.
+    let payload: String?
+    /// The payload in hex, when it is neither UTF-8 nor a chat envelope.
+    let payloadHex: String?
+    /// The decoded chat envelope.
+    let envelope: EnvelopeSummary?
+
+    enum CodingKeys: String, CodingKey {
+        case topic, qos, retain, payload, payloadHex = "payload_hex", envelope
+    }
+}
+
+/// Protobuf base-128 varints, the length prefix of `BinaryDelimited` streams.
+enum Varint {
+    /// The varint encoding of `value`.
+    static func encode(_ value: UInt64) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var rest = value
+        repeat {
+            let low = UInt8(rest & 0x7F)
+            rest >>= 7
+            bytes.append(rest == 0 ? low : low | 0x80)
+        } while rest != 0
+        return bytes
+    }
+}

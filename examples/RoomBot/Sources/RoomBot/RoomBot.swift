@@ -1,0 +1,115 @@
+import Foundation
+import MQTTChat
+import MQTTClient
+
+/// A room bot built on `ChatClient`: it welcomes everyone who joins its room, counts the gifts people send,
+/// and posts the gift leaderboard when someone says `/top`.
+///
+///     swift run RoomBot --room lobby -p 1883
+///     mqttchat chat --room lobby --name alice -p 1883     # then: /gift rose 3, /top
+@main
+enum RoomBot {
+    static func main() async {
+        let options: BotOptions
+        let room: RoomName
+        let id: UserID
+        do {
+            options = try BotOptions(arguments: Array(CommandLine.arguments.dropFirst()))
+            room = try RoomName(options.room)
+            id = try UserID(options.name)
+        } catch {
+            FileHandle.standardError.write(Data("RoomBot: \(error)\n\(BotOptions.usage)\n".utf8))
+            exit(64)
+        }
+
+        var configuration = ChatClientConfiguration(
+            userID: id, profile: UserProfile(name: options.name), host: options.host, port: options.port)
+        configuration.mqtt.username = options.username
+        configuration.mqtt.password = options.password
+        configuration.history = .inMemory  // a bot needs no history on disk
+
+        let client: ChatClient
+        do {
+            client = try ChatClient(configuration: configuration)
+            let events = await client.events()  // before connecting, so nothing is missed
+            try await client.connect()
+            try await client.join(room)
+            stopOnSignals(client, room: room)
+            say("RoomBot ready in #\(room) as \(id)")
+            await serve(events, client: client, room: room)
+        } catch {
+            FileHandle.standardError.write(Data("RoomBot: \(error)\n".utf8))
+            exit(69)
+        }
+    }
+
+    /// Reacts to the room until the client disconnects.
+    static func serve(_ events: AsyncStream<ChatEvent>, client: ChatClient, room: RoomName) async {
+        var leaderboard = GiftLeaderboard()
+        for await event in events {
+            switch event {
+            case .joined(let joinedRoom, let member) where joinedRoom == room && member.id != client.me.id:
+                await post("Welcome to #\(room), \(GiftLeaderboard.name(of: member))! Send a gift, and say /top for the leaderboard.",
+                    client: client, room: room)
+            case .gift(let record):
+                if case .gift(let gift) = record.content {
+                    leaderboard.record(gift.count, from: record.sender)
+                }
+            case .text(let record):
+                if case .text(let text) = record.content, text.trimmingCharacters(in: .whitespaces) == "/top" {
+                    await post(leaderboard.summary(), client: client, room: room)
+                }
+            default:
+                continue
+            }
+        }
+    }
+
+    static func post(_ text: String, client: ChatClient, room: RoomName) async {
+        do {
+            try await client.send(text: text, in: room)
+            say("said: \(text)")
+        } catch {
+            FileHandle.standardError.write(Data("RoomBot: could not post: \(error)\n".utf8))
+        }
+    }
+
+    /// On SIGINT or SIGTERM: leave the room and disconnect cleanly (others see "left", not "went offline").
+    static func stopOnSignals(_ client: ChatClient, room: RoomName) {
+        for signalNumber in [SIGINT, SIGTERM] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler {
+                Task {
+                    try? await client.leave(room)
+                    await client.disconnect()
+                    say("RoomBot stopped")
+                    exit(0)
+                }
+            }
+            source.resume()
+            signalSources.withLock { $0.append(source) }
+        }
+    }
+
+    /// Keeps the signal sources alive for the life of the process.
+    static let signalSources = LockedSources()
+
+    /// One line on stdout, written at once (stdout may be a pipe).
+    static func say(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+}
+
+/// The process's signal sources, behind a lock.
+final class LockedSources: @unchecked Sendable {
+    // @unchecked: `sources` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var sources: [any DispatchSourceSignal] = []
+
+    func withLock<T>(_ body: (inout [any DispatchSourceSignal]) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&sources)
+    }
+}
