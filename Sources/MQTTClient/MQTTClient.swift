@@ -9,6 +9,17 @@ public import MQTTCore
 /// waits (1 s, 2 s, 4 s … 64 s with jitter by default), reconnects, and restores its subscriptions if the broker
 /// reports no session. QoS 1/2 publishes made while offline are kept (bounded by `offlineQueueLimit`) and sent
 /// after the reconnect; their `publish` calls return once acknowledged.
+///
+/// No double sends: `mosquitto_publish` answers `MOSQ_ERR_NO_CONN` while offline but keeps QoS 1/2 messages in its
+/// own queue and re-sends them after the next CONNACK. The client therefore never publishes such a message again
+/// itself; it only remembers the message id and completes the caller on the matching `on_publish`. The offline limit
+/// is enforced before the message reaches libmosquitto. After `disconnect()` or a final failure (first connect
+/// failed, reconnect disabled) waiting publishes fail with `notConnected`; libmosquitto may still hold QoS 1/2 ones
+/// and would send them if `connect()` is called again on the same client.
+///
+/// The client uses its own network thread running `mosquitto_loop` (not `mosquitto_loop_start`, whose built-in
+/// reconnect cannot be switched off). Releasing the last reference drops the connection without DISCONNECT, like a
+/// crash: the broker then publishes the will. Call ``disconnect()`` first for a clean goodbye.
 public final class MQTTClient: Sendable {
     private let engine: ClientEngine
 

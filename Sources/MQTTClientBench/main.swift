@@ -1,5 +1,5 @@
 // Publish throughput: MQTTClient (Swift API) versus libmosquitto's C API called directly, both against a
-// mosquitto started here. Usage: MQTTClientBench [--count N] (messages per QoS level and API; default 10000).
+// mosquitto started here. Usage: MQTTClientBench [--count N] (messages per QoS level and API; default 50000, about 11 s in release).
 import CMosquitto
 import Foundation
 import MQTTClient
@@ -16,7 +16,7 @@ func parseCount() -> Int {
     {
         return count
     }
-    return 10_000
+    return 50_000
 }
 
 // MARK: Broker
