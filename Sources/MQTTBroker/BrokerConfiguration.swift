@@ -48,6 +48,10 @@ public struct BrokerConfiguration: Sendable {
     /// The largest keepalive the broker would like clients to use. MQTT 3.1.1 has no way to tell a client to use
     /// a smaller value, so a larger keepalive is accepted and honoured as sent (logged at notice level).
     public var maxKeepalive: UInt16 = 65535
+    /// The deepest topic filter a client may subscribe to, in levels; deeper filters get SUBACK 0x80.
+    /// MQTT sets no limit, but every match walks the subscription trie level by level, so an unbounded depth
+    /// would let one client make every publish (and its own disconnect) arbitrarily expensive.
+    public var maxTopicLevels: Int = 128
     /// Whether QoS 0 messages are queued for offline persistent sessions (mosquitto's `queue_qos0_messages`).
     public var queueQoS0Messages: Bool = false
 

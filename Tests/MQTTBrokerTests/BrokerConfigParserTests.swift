@@ -28,6 +28,7 @@ struct BrokerConfigParserTests {
             retain_available false
             sys_interval 0
             max_keepalive 120
+            max_topic_levels 16
             connect_timeout 3
             persistence false
             log_dest stdout
@@ -45,6 +46,7 @@ struct BrokerConfigParserTests {
         #expect(config.retainAvailable == false)
         #expect(config.sysInterval == nil)
         #expect(config.maxKeepalive == 120)
+        #expect(config.maxTopicLevels == 16)
         #expect(config.connectTimeout == .seconds(3))
         #expect(settings.logDestination == .stdout)
         #expect(settings.logLevel == .debug)

@@ -12,7 +12,7 @@ import NIOCore
 ///   interface); write `listener PORT 0.0.0.0` to listen everywhere.
 /// - Options mosquitto knows but this broker does not implement yet are refused with an
 ///   error instead of being ignored, so a config never silently loses a security setting.
-/// - `connect_timeout SECONDS` and `log_level LEVEL` exist only here.
+/// - `connect_timeout SECONDS`, `max_topic_levels N` and `log_level LEVEL` exist only here.
 public enum BrokerConfigParser {
     /// Reads and parses the file at `path`.
     public static func load(path: String) throws(BrokerConfigError) -> BrokerSettings {
@@ -87,6 +87,8 @@ public enum BrokerConfigParser {
             settings.configuration.sysInterval = seconds == 0 ? nil : .seconds(Int64(seconds))
         case "max_keepalive":
             settings.configuration.maxKeepalive = UInt16(try line.integer(line.single(), in: 0...65535))
+        case "max_topic_levels":
+            settings.configuration.maxTopicLevels = try line.integer(line.single(), in: 1...65535)
         case "connect_timeout":
             let seconds = try line.integer(line.single(), in: 1...3600)
             settings.configuration.connectTimeout = .seconds(Int64(seconds))

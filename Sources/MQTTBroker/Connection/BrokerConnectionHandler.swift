@@ -267,6 +267,11 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         core.perform(session.outbound.pubCompReceived(packetID: pubcomp.packetID), for: session)
     }
 
+    /// The number of levels in a topic filter ("a/b/#" has 3).
+    static func levelCount(of filter: String) -> Int {
+        filter.utf8.reduce(1) { $1 == UInt8(ascii: "/") ? $0 + 1 : $0 }
+    }
+
     private func handleSubscribe(_ subscribe: SubscribePacket) {
         guard let session = attachedSession() else { return }
         var returnCodes: [SubAckReturnCode] = []
@@ -277,6 +282,15 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
                 try MQTTTopic.validateFilter(request.topicFilter)
             } catch {
                 logger.notice("SUBSCRIBE refused", metadata: ["filter": "\(request.topicFilter)", "error": "\(error)"])
+                returnCodes.append(.failure)
+                continue
+            }
+            // The subscription trie is as deep as the deepest filter; bounding the depth bounds the work (and the
+            // recursion) of every later match and removal.
+            guard Self.levelCount(of: request.topicFilter) <= core.configuration.maxTopicLevels else {
+                logger.notice(
+                    "SUBSCRIBE refused: too many topic levels",
+                    metadata: ["maximum": "\(core.configuration.maxTopicLevels)"])
                 returnCodes.append(.failure)
                 continue
             }
