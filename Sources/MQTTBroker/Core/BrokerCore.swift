@@ -39,9 +39,7 @@ final class BrokerCore {
     }
 
     /// The number of sessions with a connection attached.
-    var connectedClientCount: Int {
-        sessionsByKey.values.lazy.filter { $0.connection != nil }.count
-    }
+    private(set) var connectedClientCount = 0
 
     /// The number of sessions, connected or not.
     var sessionCount: Int { sessionsByKey.count }
@@ -105,6 +103,7 @@ final class BrokerCore {
         session.cleanSession = packet.cleanSession
         session.connection = connection
         connection.session = session
+        connectedClientCount += 1
         statistics.maximumConnected = max(statistics.maximumConnected, connectedClientCount)
         return .accepted(session: session, sessionPresent: sessionPresent)
     }
@@ -123,6 +122,7 @@ final class BrokerCore {
         connection.session = nil
         if session.connection === connection {
             session.connection = nil
+            connectedClientCount -= 1
             session.outbound.suspend()
             if session.cleanSession {
                 removeSession(session)

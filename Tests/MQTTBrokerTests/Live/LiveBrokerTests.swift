@@ -114,6 +114,31 @@ struct LiveBrokerTests {
         }
     }
 
+    @Test("a burst of QoS 1 messages from mosquitto_pub -l reaches mosquitto_sub complete and in order")
+    func qos1BurstThroughInflightWindow() async throws {
+        try await withLiveBroker({ $0.maxInflightMessages = 10 }) { server, address in
+            let port = address.portString
+            let count = 500
+            let lines = (1...count).map { "m\($0)" }.joined(separator: "\n") + "\n"
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("burst-\(UUID().uuidString).txt")
+            try lines.write(to: file, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(at: file) }
+            async let subscribed = runProcess(
+                "/usr/bin/mosquitto_sub",
+                ["-h", "127.0.0.1", "-p", port, "-t", "burst", "-q", "1", "-C", "\(count)", "-W", "20"],
+                timeout: .seconds(25)
+            )
+            #expect(try await server.waitForSubscriptions(1))
+            let published = try await runProcess(
+                "/bin/sh", ["-c", "/usr/bin/mosquitto_pub -h 127.0.0.1 -p \(port) -t burst -q 1 -l < \(file.path)"],
+                timeout: .seconds(25)
+            )
+            #expect(published.status == 0)
+            let received = try await subscribed
+            #expect(received.output.split(separator: "\n").map(String.init) == (1...count).map { "m\($0)" })
+        }
+    }
+
     @Test("a socket that never sends CONNECT is closed after the connect timeout")
     func connectTimeoutLive() async throws {
         try await withLiveBroker({ $0.connectTimeout = .milliseconds(200) }) { _, address in

@@ -50,9 +50,16 @@ func runProcess(_ path: String, _ arguments: [String], timeout: Duration = .seco
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
+    // A file, not a pipe: a pipe's buffer fills up and blocks a chatty process until it is read.
+    let outputURL = FileManager.default.temporaryDirectory.appendingPathComponent("broker-test-\(UUID().uuidString).out")
+    guard FileManager.default.createFile(atPath: outputURL.path, contents: nil) else {
+        throw CocoaError(.fileWriteUnknown)
+    }
+    defer { try? FileManager.default.removeItem(at: outputURL) }
+    let output = try FileHandle(forWritingTo: outputURL)
+    defer { try? output.close() }
+    process.standardOutput = output
+    process.standardError = output
     try process.run()
     let deadline = ContinuousClock.now + timeout
     while process.isRunning, ContinuousClock.now < deadline {
@@ -62,7 +69,7 @@ func runProcess(_ path: String, _ arguments: [String], timeout: Duration = .seco
         process.terminate()
         process.waitUntilExit()
     }
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    let data = try Data(contentsOf: outputURL)
     return ProcessResult(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
 }
 

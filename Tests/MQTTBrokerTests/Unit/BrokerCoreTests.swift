@@ -83,6 +83,8 @@ struct BrokerCoreTests {
         #expect(new.isActive)
         #expect(connack == ConnAckPacket(sessionPresent: true, returnCode: .accepted))
         #expect(try watcher.receivedPublishes().map { String(buffer: $0.payload) } == ["old"])
+        #expect(broker.core.connectedClientCount == 2)
+        #expect(broker.core.sessionCount == 2)
 
         // The session (and its subscription) moved to the new connection.
         try watcher.send(.publish(PublishPacket(topic: "inbox/dup", payload: payload("hi"), qos: .atLeastOnce, packetID: 9)))
