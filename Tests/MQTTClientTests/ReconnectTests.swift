@@ -50,9 +50,11 @@ struct ReconnectTests {
         }
     }
 
-    @Test("publishes beyond offlineQueueLimit fail with offlineQueueFull; QoS 0 offline is notConnected")
-    func offlineQueueLimit() async throws {
-        try await withBroker(.mosquitto) { broker in
+    @Test(
+        "publishes beyond offlineQueueLimit fail with offlineQueueFull; QoS 0 offline is notConnected",
+        arguments: TestBrokerKind.allCases)
+    func offlineQueueLimit(kind: TestBrokerKind) async throws {
+        try await withBroker(kind) { broker in
             var configuration = testConfiguration(broker, clientID: uniqueID("oq"))
             configuration.offlineQueueLimit = 2
             configuration.reconnect = .exponential(
@@ -81,9 +83,9 @@ struct ReconnectTests {
         }
     }
 
-    @Test("with reconnect disabled a lost connection stays disconnected")
-    func reconnectDisabled() async throws {
-        try await withBroker(.mosquitto) { broker in
+    @Test("with reconnect disabled a lost connection stays disconnected", arguments: TestBrokerKind.allCases)
+    func reconnectDisabled(kind: TestBrokerKind) async throws {
+        try await withBroker(kind) { broker in
             var configuration = testConfiguration(broker, clientID: uniqueID("nd"))
             configuration.reconnect = .disabled
             let client = try MQTTClient(configuration: configuration)

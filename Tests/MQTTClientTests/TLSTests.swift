@@ -5,7 +5,8 @@ import Testing
 
 @Suite("TLS to a real broker", .timeLimit(.minutes(1)))
 struct TLSTests {
-    @Test("TLS with the right CA works; a foreign CA fails the handshake", arguments: TestBrokerKind.allCases)
+    // ours: TLS listeners come with the reliability/security issue; until then this runs against mosquitto only.
+    @Test("TLS with the right CA works; a foreign CA fails the handshake", arguments: [TestBrokerKind.mosquitto])
     func tls(kind: TestBrokerKind) async throws {
         let files = try await TLSFiles.generate()
         let foreign = try await TLSFiles.generate(name: "some other CA", caOnly: true)

@@ -1,14 +1,29 @@
 import Foundation
+import Logging
+import MQTTBroker
+import MQTTClient
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// Which broker a client test runs against. The lead adds `.ours` (MQTTBroker) here once it is merged.
+/// Which broker a client test runs against: every live test runs once per kind.
 enum TestBrokerKind: String, CaseIterable, Sendable, CustomStringConvertible {
+    /// A real mosquitto process started by the test.
     case mosquitto
+    /// Our own broker (`MQTTBrokerServer`), started in-process by the test.
+    case mqttchat
 
     var description: String { rawValue }
+
+    /// The CONNACK refusal a wrong password gets. MQTT 3.1.1 section 3.2.2.3 defines 4 "bad user name or
+    /// password" for exactly this, and our broker sends it; mosquitto 2.0.11 answers 5 "not authorized" instead.
+    var wrongPasswordRefusal: MQTTClientError {
+        switch self {
+        case .mosquitto: .notAuthorized
+        case .mqttchat: .badUsernameOrPassword
+        }
+    }
 }
 
 /// Errors of the test harness itself.
@@ -21,27 +36,47 @@ struct HarnessError: Error, CustomStringConvertible {
 struct BrokerOptions: Sendable {
     /// `username → password`; when set, anonymous clients are refused.
     var users: [String: String] = [:]
-    /// Serve TLS with these files instead of plain TCP.
+    /// Serve TLS with these files instead of plain TCP (mosquitto only: our broker has no TLS listener yet).
     var tls: TLSFiles?
 }
 
 /// A running broker on 127.0.0.1; `stop()` it at the end of the test.
 final class RunningBroker: @unchecked Sendable {
-    // @unchecked: `process` is only touched by the test task that owns the broker (start, stop, restart in sequence).
+    // @unchecked: `process` and `server` are only touched by the test task that owns the broker (start, stop,
+    // restart in sequence).
     let kind: TestBrokerKind
     let port: Int
     let directory: URL
     private let configFile: URL
+    private let brokerConfiguration: BrokerConfiguration
     private var process: Process?
+    private var server: MQTTBrokerServer?
 
     fileprivate init(kind: TestBrokerKind, port: Int, directory: URL, configFile: URL) {
         self.kind = kind
         self.port = port
         self.directory = directory
         self.configFile = configFile
+        self.brokerConfiguration = BrokerConfiguration()
+    }
+
+    fileprivate init(server: MQTTBrokerServer, port: Int, configuration: BrokerConfiguration, directory: URL) {
+        self.kind = .mqttchat
+        self.port = port
+        self.directory = directory
+        self.configFile = directory.appendingPathComponent("unused.conf")
+        self.brokerConfiguration = configuration
+        self.server = server
     }
 
     fileprivate func launch() async throws {
+        switch kind {
+        case .mosquitto: try await launchMosquitto()
+        case .mqttchat: try await launchOurs()
+        }
+    }
+
+    private func launchMosquitto() async throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
         process.arguments = ["-c", configFile.path]
@@ -58,15 +93,40 @@ final class RunningBroker: @unchecked Sendable {
         try await waitUntilListening()
     }
 
-    /// Stops the broker process (SIGTERM, then SIGKILL after 5 s) and waits for it to exit.
+    /// Binds a new in-process broker to the same port; retries for up to 5 s while the old socket lingers.
+    private func launchOurs() async throws {
+        var configuration = brokerConfiguration
+        configuration.listeners = [.init(host: "127.0.0.1", port: port)]
+        let deadline = ContinuousClock.now + .seconds(5)
+        while true {
+            let server = MQTTBrokerServer(configuration: configuration, logger: quietBrokerLogger)
+            do {
+                try await server.start()
+                self.server = server
+                return
+            } catch {
+                await server.shutdown()
+                guard ContinuousClock.now < deadline else {
+                    throw HarnessError("our broker could not bind 127.0.0.1:\(port) again: \(error)")
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+    }
+
+    /// Stops the broker and waits until it is gone: ours closes its listener and every connection (without
+    /// publishing wills); mosquitto gets SIGKILL.
+    ///
+    /// SIGKILL, not SIGTERM: mosquitto started from the test runner inherits a signal mask that blocks SIGTERM,
+    /// so a polite stop always ran into its 5 s fallback (5 s added to every mosquitto test). The broker runs
+    /// without persistence, so nothing is lost, and clients see the TCP connection close either way.
     func stop() async {
+        if let server {
+            self.server = nil
+            await server.shutdown()
+        }
         guard let process else { return }
         self.process = nil
-        if process.isRunning { process.terminate() }
-        let deadline = ContinuousClock.now + .seconds(5)
-        while process.isRunning && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(10))
-        }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         try? await offPool { process.waitUntilExit() }
     }
@@ -83,7 +143,7 @@ final class RunningBroker: @unchecked Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    /// The broker's log so far (for failure messages).
+    /// The broker's log so far (for failure messages; ours logs through swift-log, not to this file).
     var log: String {
         (try? String(contentsOf: directory.appendingPathComponent("mosquitto.log"), encoding: .utf8)) ?? ""
     }
@@ -98,6 +158,16 @@ final class RunningBroker: @unchecked Sendable {
             try await Task.sleep(for: .milliseconds(20))
         }
         throw HarnessError("broker did not listen on \(port) within 10 s: \(log)")
+    }
+}
+
+/// Accepts exactly the configured `username → password` pairs.
+private struct PasswordTable: MQTTBrokerAuthenticator {
+    let users: [String: String]
+
+    func authenticate(username: String, password: [UInt8]?, clientIdentifier: String) -> Bool {
+        guard let expected = users[username], let password else { return false }
+        return Array(expected.utf8) == password
     }
 }
 
@@ -136,6 +206,24 @@ func startBroker(kind: TestBrokerKind, options: BrokerOptions = BrokerOptions())
         let broker = RunningBroker(kind: kind, port: port, directory: directory, configFile: configFile)
         try await broker.launch()
         return broker
+    case .mqttchat:
+        guard options.tls == nil else {
+            throw HarnessError("our broker has no TLS listener yet (it comes with the reliability/security issue)")
+        }
+        var configuration = BrokerConfiguration()
+        configuration.listeners = [.init(host: "127.0.0.1", port: 0)]
+        if !options.users.isEmpty {
+            configuration.allowAnonymous = false
+            configuration.authenticator = PasswordTable(users: options.users)
+        }
+        let server = MQTTBrokerServer(configuration: configuration, logger: quietBrokerLogger)
+        let addresses = try await server.start()
+        guard let port = addresses.first?.port else {
+            await server.shutdown()
+            throw HarnessError("our broker reported no bound port: \(addresses)")
+        }
+        let directory = try makeTemporaryDirectory(prefix: "mqttclient-ours")
+        return RunningBroker(server: server, port: port, configuration: configuration, directory: directory)
     }
 }
 
@@ -233,3 +321,10 @@ private func runBlocking(_ executable: String, _ arguments: [String]) throws -> 
     }
     return text
 }
+
+/// Our broker logs every connect at info level; tests only want to see its warnings and errors.
+let quietBrokerLogger: Logger = {
+    var logger = Logger(label: "mqttchat.broker.test")
+    logger.logLevel = .warning
+    return logger
+}()

@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import MQTTBroker
 
 #if canImport(Glibc)
     import Glibc
@@ -8,7 +10,7 @@ import Foundation
 enum HarnessError: Error, CustomStringConvertible {
     /// mosquitto is not installed where expected.
     case mosquittoMissing
-    /// mosquitto did not accept connections in time; its output is attached.
+    /// The broker did not accept connections in time; its output is attached.
     case brokerDidNotStart(output: String)
     /// A socket call failed.
     case socket(String)
@@ -18,15 +20,76 @@ enum HarnessError: Error, CustomStringConvertible {
     var description: String {
         switch self {
         case .mosquittoMissing: "mosquitto not found in /usr/sbin or /usr/bin"
-        case .brokerDidNotStart(let output): "mosquitto did not start: \(output)"
+        case .brokerDidNotStart(let output): "broker did not start: \(output)"
         case .socket(let call): "socket call failed: \(call) errno \(errno)"
         case .timeout(let what): "timed out waiting for \(what)"
         }
     }
 }
 
+/// Which broker a live chat test runs against: every live test runs once per kind (the same shape as
+/// MQTTClientTests' harness).
+enum TestBrokerKind: String, CaseIterable, Sendable, CustomStringConvertible {
+    /// A real mosquitto process started by the test.
+    case mosquitto
+    /// Our own broker (`MQTTBrokerServer`), started in-process by the test.
+    case mqttchat
+
+    var description: String { rawValue }
+}
+
+/// A broker on 127.0.0.1 started by one test; `stop()` ends it.
+protocol RunningBroker: Sendable {
+    /// The TCP port it listens on.
+    var port: Int { get }
+    /// Stops the broker and releases everything it holds; idempotent.
+    func stop() async
+}
+
+/// Starts a broker of `kind` on a free port of 127.0.0.1.
+func startBroker(kind: TestBrokerKind) async throws -> any RunningBroker {
+    switch kind {
+    case .mosquitto: try MosquittoBroker.start()
+    case .mqttchat: try await OurBroker.start()
+    }
+}
+
+/// Runs `body` with a fresh broker of `kind` and always stops it afterwards.
+func withBroker<T>(_ kind: TestBrokerKind, _ body: (any RunningBroker) async throws -> T) async throws -> T {
+    let broker = try await startBroker(kind: kind)
+    do {
+        let result = try await body(broker)
+        await broker.stop()
+        return result
+    } catch {
+        await broker.stop()
+        throw error
+    }
+}
+
+/// Our broker, in-process, on an ephemeral port of 127.0.0.1.
+struct OurBroker: RunningBroker {
+    let port: Int
+    private let server: MQTTBrokerServer
+
+    static func start() async throws -> OurBroker {
+        var configuration = BrokerConfiguration()
+        configuration.listeners = [.init(host: "127.0.0.1", port: 0)]
+        let server = MQTTBrokerServer(configuration: configuration, logger: quietBrokerLogger)
+        let addresses = try await server.start()
+        guard let port = addresses.first?.port else {
+            await server.shutdown()
+            throw HarnessError.brokerDidNotStart(output: "our broker reported no bound port: \(addresses)")
+        }
+        return OurBroker(port: port, server: server)
+    }
+
+    /// Closes the listener and every connection (without publishing wills).
+    func stop() async { await server.shutdown() }
+}
+
 /// A real mosquitto broker on a free 127.0.0.1 port, configured from a temp dir; `stop()` ends it.
-final class MosquittoBroker: @unchecked Sendable {
+final class MosquittoBroker: RunningBroker, @unchecked Sendable {
     let port: Int
     private let process: Process
     private let directory: URL
@@ -81,7 +144,9 @@ final class MosquittoBroker: @unchecked Sendable {
     /// SIGKILL, not `terminate()`: a child spawned from the test runner can inherit a signal mask that
     /// blocks SIGTERM, and mosquitto restores that mask around its wait, so SIGTERM is never handled
     /// (seen here: `waitUntilExit()` after `terminate()` hung forever). Nothing of the broker's state matters.
-    func stop() {
+    func stop() async { stopNow() }
+
+    private func stopNow() {
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
@@ -89,7 +154,7 @@ final class MosquittoBroker: @unchecked Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    deinit { stop() }
+    deinit { stopNow() }
 }
 
 /// A port that was free a moment ago (bind to port 0, read it, close).
@@ -139,3 +204,10 @@ func loopback(port: Int) -> sockaddr_in {
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     return address
 }
+
+/// Our broker logs every connect at info level; tests only want to see its warnings and errors.
+let quietBrokerLogger: Logger = {
+    var logger = Logger(label: "mqttchat.broker.test")
+    logger.logLevel = .warning
+    return logger
+}()
