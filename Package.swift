@@ -152,11 +152,17 @@ let package = Package(
         ),
         .testTarget(
             name: "MQTTClientTests",
-            dependencies: ["MQTTClient", "MQTTCore", "MQTTBroker", "MQTTClientProbe"]
+            dependencies: [
+                "MQTTClient", "MQTTCore", "MQTTBroker", "MQTTClientProbe",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "MQTTChatTests",
-            dependencies: ["MQTTChat", "MQTTClient", "MQTTBroker"]
+            dependencies: [
+                "MQTTChat", "MQTTClient", "MQTTBroker",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
     ]
 )
