@@ -77,11 +77,23 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        // MARK: Load generator (benchmarks brokers over real sockets)
+        .target(
+            name: "MQTTLoadGen",
+            dependencies: [
+                "MQTTCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+
         // MARK: Command line
         .executableTarget(
             name: "mqttchat",
             dependencies: [
                 "MQTTBroker",
+                "MQTTLoadGen",
                 "MQTTClient",
                 "MQTTChat",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -112,6 +124,13 @@ let package = Package(
         .testTarget(
             name: "MQTTClientTests",
             dependencies: ["MQTTClient", "MQTTBroker"]
+        ),
+        .testTarget(
+            name: "MQTTLoadGenTests",
+            dependencies: [
+                "MQTTLoadGen", "MQTTCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "MQTTChatTests",

@@ -5,6 +5,7 @@ import ArgumentParser
 struct MQTTChatCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mqttchat",
-        abstract: "Real-time chat over MQTT: a broker, a client and chat commands."
+        abstract: "Real-time chat over MQTT: a broker, a client and chat commands.",
+        subcommands: [BenchCommand.self]
     )
 }
