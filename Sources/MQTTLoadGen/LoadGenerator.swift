@@ -86,6 +86,12 @@ private struct RunSession {
         }
     }
 
+    /// Completes every promise of the run (completing one twice is a no-op): NIO reports promises that are
+    /// dropped uncompleted, which happens when a connect fails before its handler exists.
+    private func settle(_ promises: [EventLoopPromise<Void>]) {
+        for promise in promises { promise.fail(LoadGenError.closedDuringHandshake) }
+    }
+
     private func closeAll(_ channels: [any Channel]) async {
         let closes = channels.map { channel in
             channel.writeAndFlush(WirePackets.disconnect).flatMap { channel.close() }
@@ -116,6 +122,8 @@ private struct RunSession {
         let config = config
         let counters = counters
         var channels: [any Channel] = []
+        var promises: [EventLoopPromise<Void>] = []
+        defer { settle(promises) }
         do throws(LoadGenError) {
             // Subscribers first, so that no message is published before every subscription is in place.
             var subscriberReady: [EventLoopFuture<Void>] = []
@@ -124,6 +132,7 @@ private struct RunSession {
             for index in 0..<config.subscribers {
                 let ready = loop.makePromise(of: Void.self)
                 let drained = loop.makePromise(of: Void.self)
+                promises += [ready, drained]
                 subscriberReady.append(ready.futureResult)
                 subscriberDrained.append(drained.futureResult)
                 let plan = SubscriberPlan(
@@ -149,6 +158,7 @@ private struct RunSession {
             for index in 0..<config.publishers {
                 let ready = loop.makePromise(of: Void.self)
                 let done = loop.makePromise(of: Void.self)
+                promises += [ready, done]
                 publisherReady.append(ready.futureResult)
                 publisherDone.append(done.futureResult)
                 let plan = PublisherPlan(
@@ -252,6 +262,8 @@ private struct RunSession {
         let connectPacket = try WirePackets.connect(clientID: "", keepAliveSeconds: config.keepAliveSeconds)
         let rssBefore = try config.brokerPID.map { pid throws(LoadGenError) in try BrokerMemory.residentKiB(pid: pid) }
         var channels: [any Channel] = []
+        var promises: [EventLoopPromise<Void>] = []
+        defer { settle(promises) }
         do throws(LoadGenError) {
             let start = NIODeadline.now()
             var opened = 0
@@ -261,6 +273,7 @@ private struct RunSession {
                 var connects: [EventLoopFuture<(any Channel, NIOLoopBound<IdleHandler>)>] = []
                 for _ in 0..<wave {
                     let promise = loop.makePromise(of: Void.self)
+                    promises.append(promise)
                     ready.append(promise.futureResult)
                     connects.append(
                         connect(IdleHandler.self) { channel in

@@ -31,9 +31,11 @@ struct DeliveryAccountingTests {
         for sequence in 0..<130 where sequence != 64 && sequence != 129 { tracker.record(sequence) }
         #expect(tracker.missing(expected: 130) == 2)
         #expect(tracker.missing(expected: 64) == 0)
-        #expect(tracker.record(64))
+        let lateFirst = tracker.record(64)
+        #expect(lateFirst)
         #expect(tracker.outOfOrder == 1)
-        #expect(!tracker.record(64))
+        let repeated = tracker.record(64)
+        #expect(!repeated)
         #expect(tracker.duplicates == 1)
         #expect(tracker.missing(expected: 200) == 71)
     }

@@ -3,7 +3,7 @@ import MQTTLoadGen
 import Testing
 
 /// Runs the generator against a real mosquitto started per test.
-@Suite("Load generator against mosquitto")
+@Suite("Load generator against mosquitto", .timeLimit(.minutes(1)))
 struct LoadGeneratorTests {
     static let cases: [(LoadScenario, QoS)] = [LoadScenario.fanout, .fanin, .pairs].flatMap { scenario in
         QoS.allCases.map { (scenario, $0) }

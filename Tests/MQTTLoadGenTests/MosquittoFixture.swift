@@ -48,17 +48,30 @@ struct MosquittoFixture {
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            defer {
-                process.terminate()
-                process.waitUntilExit()
-            }
             guard await waitListening(port: port, process: process) else {
+                await stop(process)
                 lastError = FixtureError.notListening(port: port)
                 continue
             }
-            return try await body(MosquittoFixture(port: port, pid: process.processIdentifier))
+            do {
+                let result = try await body(MosquittoFixture(port: port, pid: process.processIdentifier))
+                await stop(process)
+                return result
+            } catch {
+                await stop(process)
+                throw error
+            }
         }
         throw lastError
+    }
+
+    /// Stops mosquitto. SIGKILL, not SIGTERM: a child spawned from the test process can inherit a signal mask
+    /// that blocks SIGTERM, and then it would never exit. Waiting is bounded and never blocks a thread.
+    private static func stop(_ process: Process) async {
+        kill(process.processIdentifier, SIGKILL)
+        for _ in 0..<100 where process.isRunning {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
     }
 
     /// Binds 127.0.0.1:0, reads the port the kernel chose, and closes the socket.
