@@ -96,12 +96,24 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        // MARK: Load generator (benchmarks brokers over real sockets)
+        .target(
+            name: "MQTTLoadGen",
+            dependencies: [
+                "MQTTCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+
         // MARK: Command line
         .executableTarget(
             name: "mqttchat",
             dependencies: [
                 "MQTTCore",
                 "MQTTBroker",
+                "MQTTLoadGen",
                 "MQTTClient",
                 "MQTTChat",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
@@ -155,6 +167,13 @@ let package = Package(
             dependencies: [
                 "MQTTClient", "MQTTCore", "MQTTBroker", "MQTTClientProbe",
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "MQTTLoadGenTests",
+            dependencies: [
+                "MQTTLoadGen", "MQTTCore",
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .testTarget(

@@ -1,0 +1,99 @@
+public import MQTTCore
+
+/// Everything one load generator run needs. Build it, call ``validated()``, hand it to ``LoadGenerator/run(_:progress:)``.
+public struct LoadGenConfig: Sendable, Hashable {
+    /// How inbound bytes are parsed.
+    public enum DecodePath: String, Sendable, Hashable, Codable {
+        /// Scan fixed headers and read PUBLISH / acknowledgement fields in place (no allocation per message);
+        /// other packets go through ``MQTTPacketDecoder``.
+        case scan
+        /// Decode every packet with ``MQTTPacketDecoder`` (allocates the topic string of each PUBLISH).
+        case full
+    }
+
+    /// Broker host (an address or a name).
+    public var host: String = "127.0.0.1"
+    /// Broker TCP port.
+    public var port: Int = 1883
+    /// Traffic shape.
+    public var scenario: LoadScenario = .fanout
+    /// QoS of every PUBLISH and every subscription.
+    public var qos: QoS = .atMostOnce
+    /// Number of publishing connections.
+    public var publishers: Int = 1
+    /// Number of subscribing connections.
+    public var subscribers: Int = 10
+    /// Messages each publisher sends (ignored when ``duration`` is set).
+    public var messagesPerPublisher: Int = 10_000
+    /// Publish for this many seconds instead of a fixed count; in idle mode, how long to hold the connections.
+    public var duration: Double?
+    /// Payload size in bytes; at least ``PayloadStamp/byteCount``.
+    public var payloadSize: Int = PayloadStamp.byteCount
+    /// Fixed-rate mode: total messages per second over all publishers (paced sending, latency is reported).
+    public var rate: Double?
+    /// Unacknowledged QoS 1/2 messages each publisher may have outstanding. Keep it at or below the broker's
+    /// inflight limit: mosquitto 2.0 acknowledges but silently drops incoming QoS 2 messages beyond
+    /// `max_inflight_messages` (default 20) from MQTT 3.1.1 clients.
+    public var inflight: Int = 20
+    /// Idle mode: number of connections to open.
+    public var connections: Int = 100
+    /// Idle mode: connections being opened at the same time.
+    public var connectConcurrency: Int = 64
+    /// Idle mode: broker process whose VmRSS is read before and after.
+    public var brokerPID: Int32?
+    /// Keepalive announced in CONNECT; the generator sends PINGREQ every half interval.
+    public var keepAliveSeconds: UInt16 = 60
+    /// Longest time to connect and subscribe everything.
+    public var connectTimeout: Double = 10
+    /// Longest publishing phase (after it publishers stop; unacknowledged messages are reported).
+    public var publishTimeout: Double = 60
+    /// After the publishers finish, how long to wait for missing messages before reporting them lost.
+    public var drainTimeout: Double = 3
+    /// Event loop threads of the generator.
+    public var threads: Int = 1
+    /// How inbound packets are parsed.
+    public var decodePath: DecodePath = .scan
+    /// Prefix of every topic; a random run id is appended so concurrent runs never see each other's messages.
+    public var topicPrefix: String = "bench"
+
+    /// Creates a configuration with the scenario's default publisher and subscriber counts.
+    public init(scenario: LoadScenario = .fanout, qos: QoS = .atMostOnce) {
+        self.scenario = scenario
+        self.qos = qos
+        (publishers, subscribers) = scenario.defaultCounts
+    }
+
+    /// Whether latencies are recorded (fixed-rate mode).
+    public var recordsLatency: Bool { rate != nil }
+
+    /// The configuration with payload size clamped to the stamp, or a typed error if it cannot run.
+    public func validated() throws(LoadGenError) -> LoadGenConfig {
+        var config = self
+        config.payloadSize = max(payloadSize, PayloadStamp.byteCount)
+        guard (1...65_535).contains(port) else { throw .invalidConfiguration("port \(port) is out of range") }
+        guard threads >= 1 else { throw .invalidConfiguration("at least one thread is needed") }
+        guard connectTimeout > 0, publishTimeout > 0, drainTimeout >= 0 else {
+            throw .invalidConfiguration("timeouts must be positive")
+        }
+        if let duration, !(duration >= 0) { throw .invalidConfiguration("duration must be >= 0") }
+        if scenario == .idle {
+            guard connections >= 1 else { throw .invalidConfiguration("idle mode needs at least one connection") }
+            guard connectConcurrency >= 1 else { throw .invalidConfiguration("connect concurrency must be >= 1") }
+            return config
+        }
+        guard publishers >= 1, subscribers >= 1 else {
+            throw .invalidConfiguration("\(scenario.rawValue) needs at least one publisher and one subscriber")
+        }
+        if scenario == .pairs, publishers != subscribers {
+            throw .invalidConfiguration("pairs needs as many subscribers as publishers")
+        }
+        guard duration != nil || messagesPerPublisher >= 1 else {
+            throw .invalidConfiguration("messages per publisher must be >= 1")
+        }
+        guard messagesPerPublisher < Int(UInt32.max) else { throw .invalidConfiguration("too many messages") }
+        if let rate, !(rate > 0) { throw .invalidConfiguration("rate must be > 0") }
+        guard (1...60_000).contains(inflight) else { throw .invalidConfiguration("inflight must be 1...60000") }
+        guard payloadSize <= 16 * 1024 * 1024 else { throw .invalidConfiguration("payload size over 16 MiB") }
+        return config
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+
+/// What one run measured. Pub/sub scenarios fill the delivery fields; idle mode fills ``idle``.
+public struct LoadGenResult: Sendable, Hashable, Codable {
+    /// Results of an idle-connections run.
+    public struct Idle: Sendable, Hashable, Codable {
+        /// Connections that completed CONNECT / CONNACK.
+        public var connections: Int
+        /// Seconds from the first connect attempt to the last CONNACK.
+        public var connectSeconds: Double
+        /// Connections per second.
+        public var connectsPerSecond: Double
+        /// Broker VmRSS before opening the connections, KiB.
+        public var brokerRSSBeforeKiB: Int?
+        /// Broker VmRSS with all connections open, KiB.
+        public var brokerRSSAfterKiB: Int?
+        /// (after - before) / connections, bytes.
+        public var brokerBytesPerConnection: Double?
+    }
+
+    /// Scenario that ran.
+    public var scenario: LoadScenario
+    /// QoS used.
+    public var qos: Int
+    /// Publishing connections.
+    public var publishers: Int
+    /// Subscribing connections.
+    public var subscribers: Int
+    /// Payload size in bytes.
+    public var payloadSize: Int
+    /// Target total rate in fixed-rate mode.
+    public var targetRate: Double?
+    /// Messages the publishers sent.
+    public var published: Int
+    /// QoS 1/2 messages the broker acknowledged (PUBACK / PUBCOMP); equals ``published`` at QoS 0.
+    public var acknowledged: Int
+    /// Deliveries the subscribers should have received (each message times the subscribers it matches).
+    public var expectedDeliveries: Int
+    /// PUBLISH packets the subscribers received, duplicates included.
+    public var delivered: Int
+    /// Expected deliveries never received.
+    public var lost: Int
+    /// Deliveries of a message a subscriber had already received.
+    public var duplicates: Int
+    /// First deliveries that arrived after a later message of the same publisher.
+    public var outOfOrder: Int
+    /// Seconds from the first send to the last reception.
+    public var elapsedSeconds: Double
+    /// Seconds the publishers spent sending (first send to last acknowledgement).
+    public var publishSeconds: Double
+    /// ``delivered`` / ``elapsedSeconds``.
+    public var deliveredPerSecond: Double
+    /// ``published`` / ``publishSeconds``.
+    public var publishedPerSecond: Double
+    /// Latency distribution (fixed-rate mode only).
+    public var latency: LatencySummary?
+    /// Idle-mode figures.
+    public var idle: Idle?
+    /// True when publishers or the drain phase hit their time limit (missing messages are then counted as lost).
+    public var timedOut: Bool
+
+    /// One human-readable line.
+    public var tableLine: String {
+        if let idle {
+            var line = "idle    conns=\(idle.connections) connect=\(format(idle.connectSeconds, 3))s "
+                + "rate=\(format(idle.connectsPerSecond, 0))/s"
+            if let before = idle.brokerRSSBeforeKiB, let after = idle.brokerRSSAfterKiB {
+                line += " rss=\(before)->\(after)KiB"
+            }
+            if let perConnection = idle.brokerBytesPerConnection {
+                line += " mem/conn=\(format(perConnection, 0))B"
+            }
+            return line
+        }
+        var line = "\(scenario.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0)) qos=\(qos) "
+            + "pubs=\(publishers) subs=\(subscribers) sent=\(published) delivered=\(delivered)/\(expectedDeliveries) "
+            + "lost=\(lost) dup=\(duplicates) ooo=\(outOfOrder) time=\(format(elapsedSeconds, 3))s "
+            + "deliv/s=\(format(deliveredPerSecond, 0)) pub/s=\(format(publishedPerSecond, 0))"
+        if let latency {
+            line += " lat_us p50=\(format(latency.p50Micros, 0)) p99=\(format(latency.p99Micros, 0))"
+                + " max=\(format(latency.maxMicros, 0))"
+        }
+        if timedOut { line += " TIMEOUT" }
+        return line
+    }
+
+    /// One JSON object on one line (sorted keys).
+    public var jsonLine: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard let data = try? encoder.encode(self), let text = String(data: data, encoding: .utf8) else {
+            return "{}"
+        }
+        return text
+    }
+
+    private func format(_ value: Double, _ decimals: Int) -> String {
+        String(format: "%.\(decimals)f", value)
+    }
+}

@@ -1,0 +1,260 @@
+import MQTTCore
+import NIOCore
+
+/// What a publisher reports at the end of a run.
+struct PublisherSnapshot: Sendable {
+    /// Messages written.
+    var sent: Int
+    /// QoS 1/2 messages acknowledged (PUBACK / PUBCOMP); all sent messages at QoS 0.
+    var acknowledged: Int
+    /// Monotonic time of the first send (0 if nothing was sent).
+    var firstSendNanos: UInt64
+    /// Monotonic time of the last send or acknowledgement.
+    var lastActivityNanos: UInt64
+}
+
+/// How a publisher paces and bounds its sending.
+struct PublisherPlan: Sendable {
+    /// The pre-encoded PUBLISH template's parameters.
+    var topic: String
+    var qos: QoS
+    var payloadSize: Int
+    var publisherIndex: UInt32
+    /// Stop after this many messages (nil: until ``stop()``).
+    var messageLimit: Int?
+    /// Messages per second for this publisher (nil: as fast as the window and the socket allow).
+    var rate: Double?
+    /// QoS 1/2 window.
+    var inflight: Int
+    var clientID: String
+    var keepAliveSeconds: UInt16
+    var decodePath: LoadGenConfig.DecodePath
+}
+
+/// One publishing connection: CONNECT, then (after ``start()``) batched, pre-encoded PUBLISH packets, with a
+/// window of unacknowledged messages at QoS 1/2. Confined to its channel's event loop.
+final class PublisherHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// Messages written per write call (one flush per batch).
+    private static let batchSize = 256
+    /// Packet identifiers run 1...65535.
+    private static let packetIDCount = 65_535
+
+    private let plan: PublisherPlan
+    private let template: PublishTemplate
+    private let connectPacket: ByteBuffer
+    private let counters: LiveCounters
+    /// Succeeds on CONNACK.
+    private let ready: EventLoopPromise<Void>
+    /// Succeeds when sending has ended and every QoS 1/2 message is acknowledged.
+    private let done: EventLoopPromise<Void>
+
+    private var context: ChannelHandlerContext?
+    private var scanner: InboundFrameScanner
+    private var inbound = InboundBuffer()
+    private var keepAlive: RepeatedTask?
+    private var pacer: RepeatedTask?
+
+    private var started = false
+    private var stopped = false
+    private var sendScheduled = false
+    private var sent = 0
+    private var acknowledged = 0
+    private var inflight = 0
+    private var inflightIDs: [Bool]
+    private var nextPacketID: UInt16 = 1
+    private var startNanos: UInt64 = 0
+    private var firstSendNanos: UInt64 = 0
+    private var lastActivityNanos: UInt64 = 0
+
+    init(
+        plan: PublisherPlan, counters: LiveCounters, ready: EventLoopPromise<Void>, done: EventLoopPromise<Void>
+    ) throws(LoadGenError) {
+        self.plan = plan
+        self.template = try PublishTemplate(
+            topic: plan.topic, qos: plan.qos, payloadSize: plan.payloadSize, publisherIndex: plan.publisherIndex)
+        self.connectPacket = try WirePackets.connect(clientID: plan.clientID, keepAliveSeconds: plan.keepAliveSeconds)
+        self.counters = counters
+        self.ready = ready
+        self.done = done
+        self.scanner = InboundFrameScanner(path: plan.decodePath)
+        self.inflightIDs = plan.qos == .atMostOnce ? [] : Array(repeating: false, count: Self.packetIDCount + 1)
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if context.channel.isActive { sendConnect(context: context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        sendConnect(context: context)
+        context.fireChannelActive()
+    }
+
+    private func sendConnect(context: ChannelHandlerContext) {
+        guard keepAlive == nil else { return }
+        keepAlive = KeepAlive.start(on: context.channel, keepAliveSeconds: plan.keepAliveSeconds)
+        context.writeAndFlush(wrapOutboundOut(connectPacket), promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        keepAlive?.cancel()
+        pacer?.cancel()
+        ready.fail(LoadGenError.closedDuringHandshake)
+        stopped = true
+        // A closed connection will never deliver the missing acknowledgements.
+        done.succeed(())
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        ready.fail(error)
+        context.close(promise: nil)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        inbound.append(unwrapInboundIn(data))
+        var acknowledgements: ByteBuffer?
+        var released = false
+        do {
+            try inbound.forEachFrame(&scanner) { (frame) throws(LoadGenError) in
+                switch frame {
+                case .control(.connack(let connack)):
+                    guard connack.returnCode == .accepted else {
+                        throw .connectionRefused(returnCode: connack.returnCode.rawValue)
+                    }
+                    ready.succeed(())
+                case .acknowledgement(.pubrec, let packetID):
+                    WirePackets.appendAcknowledgement(
+                        .pubrel, packetID: packetID, to: &acknowledgements, allocator: context.channel.allocator)
+                case .acknowledgement(.puback, let packetID), .acknowledgement(.pubcomp, let packetID):
+                    released = release(packetID) || released
+                case .acknowledgement, .publish, .control:
+                    break  // PINGRESP, or traffic a publisher does not expect: ignored.
+                }
+            }
+        } catch {
+            ready.fail(error)
+            context.close(promise: nil)
+            return
+        }
+        if let acknowledgements { context.writeAndFlush(wrapOutboundOut(acknowledgements), promise: nil) }
+        if released {
+            lastActivityNanos = NIODeadline.now().uptimeNanoseconds
+            sendMore()
+            checkDone()
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { sendMore() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    /// Begins sending; `deadline` (if any) ends the sending phase.
+    func start(deadline: NIODeadline?) {
+        guard !started, let context else { return }
+        started = true
+        startNanos = NIODeadline.now().uptimeNanoseconds
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        if plan.rate != nil {
+            pacer = context.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(1), delay: .milliseconds(1)) {
+                _ in bound.value.sendMore()
+            }
+        }
+        if let deadline {
+            context.eventLoop.scheduleTask(deadline: deadline) { bound.value.stop() }
+        }
+        sendMore()
+        checkDone()
+    }
+
+    /// Ends the sending phase; the publisher is done once its window drains.
+    func stop() {
+        stopped = true
+        pacer?.cancel()
+        checkDone()
+    }
+
+    /// The figures of this publisher so far.
+    func snapshot() -> PublisherSnapshot {
+        PublisherSnapshot(
+            sent: sent, acknowledged: plan.qos == .atMostOnce ? sent : acknowledged,
+            firstSendNanos: firstSendNanos, lastActivityNanos: lastActivityNanos)
+    }
+
+    private var sendingFinished: Bool {
+        stopped || (plan.messageLimit.map { sent >= $0 } ?? false)
+    }
+
+    private func checkDone() {
+        guard started, sendingFinished, inflight == 0 else { return }
+        pacer?.cancel()
+        done.succeed(())
+    }
+
+    /// How many more messages may be written right now.
+    private func allowance(now: UInt64) -> Int {
+        if sendingFinished { return 0 }
+        var allowed = Self.batchSize
+        if let limit = plan.messageLimit { allowed = min(allowed, limit - sent) }
+        if plan.qos != .atMostOnce { allowed = min(allowed, plan.inflight - inflight) }
+        if let rate = plan.rate {
+            let due = Int(Double(now &- startNanos) * rate / 1e9) + 1
+            allowed = min(allowed, due - sent)
+        }
+        return max(0, allowed)
+    }
+
+    /// Writes one batch, flushes once, and schedules the next batch while the socket and the window allow.
+    private func sendMore() {
+        guard started, let context, context.channel.isActive, context.channel.isWritable else { return }
+        let now = NIODeadline.now().uptimeNanoseconds
+        let count = allowance(now: now)
+        guard count > 0 else { return }
+        if firstSendNanos == 0 { firstSendNanos = now }
+        var buffer = context.channel.allocator.buffer(capacity: count * template.size)
+        for _ in 0..<count {
+            var packetID: UInt16 = 0
+            if plan.qos != .atMostOnce { packetID = claimPacketID() }
+            template.write(into: &buffer, packetID: packetID, sequence: UInt32(truncatingIfNeeded: sent), sendTimeNanos: now)
+            sent += 1
+        }
+        lastActivityNanos = now
+        counters.sent.add(count, ordering: .relaxed)
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+        checkDone()
+        // Yield to the event loop between batches so acknowledgements and other connections get their turn.
+        if !sendScheduled, allowance(now: now) > 0 {
+            sendScheduled = true
+            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            context.eventLoop.execute {
+                bound.value.sendScheduled = false
+                bound.value.sendMore()
+            }
+        }
+    }
+
+    /// The next free packet identifier; the window is far smaller than 65,535, so one is always free.
+    private func claimPacketID() -> UInt16 {
+        while inflightIDs[Int(nextPacketID)] {
+            nextPacketID = nextPacketID == UInt16(Self.packetIDCount) ? 1 : nextPacketID + 1
+        }
+        let id = nextPacketID
+        inflightIDs[Int(id)] = true
+        inflight += 1
+        nextPacketID = nextPacketID == UInt16(Self.packetIDCount) ? 1 : nextPacketID + 1
+        return id
+    }
+
+    /// Frees `packetID`; false for an identifier that was not in flight.
+    private func release(_ packetID: UInt16) -> Bool {
+        guard plan.qos != .atMostOnce, packetID != 0, inflightIDs[Int(packetID)] else { return false }
+        inflightIDs[Int(packetID)] = false
+        inflight -= 1
+        acknowledged += 1
+        return true
+    }
+}

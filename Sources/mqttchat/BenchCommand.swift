@@ -1,0 +1,100 @@
+import ArgumentParser
+import Foundation
+import MQTTCore
+import MQTTLoadGen
+import NIOCore
+
+/// `mqttchat bench`: an MQTT load generator for comparing brokers.
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "MQTT load generator: fan-out, fan-in, pairs and idle-connection scenarios against a broker.",
+        discussion: """
+            Counts lost, duplicated and out-of-order messages (sequence numbers in the payload) and measures \
+            delivered messages per second from the first send to the last reception. With --rate, sending is \
+            paced and latency percentiles are reported from a send time stamped in the payload.
+            """
+    )
+
+    @Option(help: "Broker host.") var host = "127.0.0.1"
+    @Option(help: "Broker port.") var port = 1883
+    @Option(help: "fanout | fanin | pairs | idle") var scenario: ScenarioArgument = .fanout
+    @Option(help: "QoS of every publish and subscription: 0, 1 or 2.") var qos = 0
+    @Option(help: "Publishing connections (default: fanout 1, fanin 10, pairs 10).") var publishers: Int?
+    @Option(help: "Subscribing connections (default: fanout 10, fanin 1, pairs = publishers).") var subscribers: Int?
+    @Option(help: "Messages per publisher (ignored with --duration).") var messages = 10_000
+    @Option(help: "Publish for this many seconds instead of a message count; idle mode: hold time.")
+    var duration: Double?
+    @Option(name: .customLong("payload-size"), help: "Payload bytes (at least 16: the stamp).") var payloadSize = 16
+    @Option(help: "Fixed-rate mode: total messages per second over all publishers; reports latency.")
+    var rate: Double?
+    @Option(help: "Unacknowledged QoS 1/2 messages per publisher (keep <= the broker's inflight limit).") var inflight = 20
+    @Option(help: "Idle mode: connections to open.") var connections = 100
+    @Option(name: .customLong("broker-pid"), help: "Idle mode: broker process whose VmRSS is read.")
+    var brokerPID: Int32?
+    @Option(help: "Keepalive in seconds announced in CONNECT.") var keepalive: UInt16 = 60
+    @Option(help: "Longest publishing phase in seconds (after --duration, if any).") var timeout = 60.0
+    @Option(help: "Seconds to wait for missing messages once the publishers finish.") var drain = 3.0
+    @Option(help: "Event loop threads of the generator.") var threads = 1
+    @Flag(name: .customLong("full-decode"), help: "Decode every packet with MQTTPacketDecoder (for comparison).")
+    var fullDecode = false
+    @Flag(help: "Print one JSON object after the table line.") var json = false
+    @Flag(help: "Print a live progress line on stderr.") var progress = false
+
+    /// `--scenario` values.
+    enum ScenarioArgument: String, ExpressibleByArgument, CaseIterable {
+        case fanout, fanin, pairs, idle
+    }
+
+    func run() async throws {
+        guard let qos = QoS(rawValue: UInt8(clamping: qos)), (0...2).contains(self.qos) else {
+            throw ValidationError("--qos must be 0, 1 or 2")
+        }
+        let scenario = LoadScenario(rawValue: scenario.rawValue) ?? .fanout
+        var config = LoadGenConfig(scenario: scenario, qos: qos)
+        config.host = host
+        config.port = port
+        if let publishers { config.publishers = publishers }
+        if let subscribers {
+            config.subscribers = subscribers
+        } else if scenario == .pairs {
+            config.subscribers = config.publishers
+        }
+        config.messagesPerPublisher = messages
+        config.duration = duration
+        config.payloadSize = payloadSize
+        config.rate = rate
+        config.inflight = inflight
+        config.connections = connections
+        config.brokerPID = brokerPID
+        config.keepAliveSeconds = keepalive
+        config.publishTimeout = timeout
+        config.drainTimeout = drain
+        config.threads = threads
+        config.decodePath = fullDecode ? .full : .scan
+
+        var reporter: (@Sendable (LoadProgress) -> Void)?
+        if progress {
+            reporter = { sample in
+                let line = "\rbench: sent=\(sample.sent) received=\(sample.received) connected=\(sample.connected)   "
+                FileHandle.standardError.write(Data(line.utf8))
+            }
+        }
+        let result: LoadGenResult
+        do {
+            result = try await LoadGenerator.run(config, progress: reporter)
+        } catch {
+            if progress { FileHandle.standardError.write(Data("\n".utf8)) }
+            throw BenchFailure(error: error)
+        }
+        if progress { FileHandle.standardError.write(Data("\n".utf8)) }
+        print(result.tableLine)
+        if json { print(result.jsonLine) }
+    }
+}
+
+/// A run that could not be carried out, printed as "Error: <reason>".
+private struct BenchFailure: Error, CustomStringConvertible {
+    let error: LoadGenError
+    var description: String { error.description }
+}

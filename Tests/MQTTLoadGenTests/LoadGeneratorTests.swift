@@ -1,0 +1,103 @@
+import MQTTCore
+import MQTTLoadGen
+import Testing
+
+/// Runs the generator against a real mosquitto started per test.
+@Suite("Load generator against mosquitto", .timeLimit(.minutes(1)))
+struct LoadGeneratorTests {
+    static let cases: [(LoadScenario, QoS)] = [LoadScenario.fanout, .fanin, .pairs].flatMap { scenario in
+        QoS.allCases.map { (scenario, $0) }
+    }
+
+    @Test("every message is delivered exactly once", arguments: cases)
+    func deliversEverything(scenario: LoadScenario, qos: QoS) async throws {
+        let result = try await MosquittoFixture.with { broker in
+            var config = LoadGenConfig(scenario: scenario, qos: qos)
+            config.port = broker.port
+            (config.publishers, config.subscribers) =
+                switch scenario {
+                case .fanout: (1, 3)
+                case .fanin: (3, 1)
+                case .pairs, .idle: (3, 3)
+                }
+            config.messagesPerPublisher = 300
+            config.inflight = 20
+            config.publishTimeout = 15
+            return try await LoadGenerator.run(config)
+        }
+        let perMessage = scenario == .pairs ? 1 : (scenario == .fanout ? 3 : 1)
+        #expect(result.published == 900 / (scenario == .fanout ? 3 : 1))
+        #expect(result.acknowledged == result.published)
+        #expect(result.expectedDeliveries == result.published * perMessage)
+        #expect(result.delivered == result.expectedDeliveries)
+        #expect(result.lost == 0)
+        #expect(result.duplicates == 0)
+        #expect(result.outOfOrder == 0)
+        #expect(!result.timedOut)
+        #expect(result.deliveredPerSecond > 0)
+    }
+
+    @Test("fixed-rate mode reports ordered latency percentiles for every delivered message")
+    func latency() async throws {
+        let result = try await MosquittoFixture.with { broker in
+            var config = LoadGenConfig(scenario: .fanout, qos: .atLeastOnce)
+            config.port = broker.port
+            config.publishers = 1
+            config.subscribers = 2
+            config.messagesPerPublisher = 200
+            config.rate = 2_000
+            return try await LoadGenerator.run(config)
+        }
+        let latency = try #require(result.latency)
+        #expect(result.published == 200)
+        #expect(latency.count == 400)
+        #expect(result.lost == 0)
+        #expect(latency.p50Micros > 0)
+        #expect(latency.p50Micros <= latency.p99Micros)
+        #expect(latency.p99Micros <= latency.maxMicros)
+        // 200 messages at 2,000/s take about 0.1 s; unpaced they would take a few milliseconds.
+        #expect(result.publishSeconds >= 0.08)
+    }
+
+    @Test("duration mode publishes until the deadline and still loses nothing at QoS 2")
+    func durationMode() async throws {
+        let result = try await MosquittoFixture.with { broker in
+            var config = LoadGenConfig(scenario: .pairs, qos: .exactlyOnce)
+            config.port = broker.port
+            config.publishers = 2
+            config.subscribers = 2
+            config.duration = 0.3
+            return try await LoadGenerator.run(config)
+        }
+        #expect(result.published > 0)
+        #expect(result.delivered == result.published)
+        #expect(result.lost == 0)
+        #expect(result.publishSeconds >= 0.25)
+    }
+
+    @Test("idle mode opens 50 connections and reads the broker's memory")
+    func idleConnections() async throws {
+        let result = try await MosquittoFixture.with { broker in
+            var config = LoadGenConfig(scenario: .idle)
+            config.port = broker.port
+            config.connections = 50
+            config.connectConcurrency = 16
+            config.brokerPID = broker.pid
+            return try await LoadGenerator.run(config)
+        }
+        let idle = try #require(result.idle)
+        #expect(idle.connections == 50)
+        #expect(idle.connectsPerSecond > 0)
+        #expect(idle.brokerRSSBeforeKiB != nil)
+        #expect(idle.brokerRSSAfterKiB != nil)
+        #expect(idle.brokerBytesPerConnection != nil)
+    }
+
+    @Test("a broker that is not there is a typed error, quickly")
+    func noBroker() async throws {
+        var config = LoadGenConfig(scenario: .fanout)
+        config.port = try MosquittoFixture.freePort()
+        config.connectTimeout = 2
+        await #expect(throws: LoadGenError.self) { try await LoadGenerator.run(config) }
+    }
+}

@@ -1,0 +1,263 @@
+#!/usr/bin/env bash
+# Compares our broker (`mqttchat broker`) with mosquitto under identical limits, using `mqttchat bench`.
+#
+#   scripts/bench-broker.sh            # 3 repetitions of every run, medians and ratios (ours / mosquitto)
+#   scripts/bench-broker.sh --quick    # 1 short repetition
+#   options: --repeat R  --no-build  --keep (keep the temp dir with broker logs and raw JSON)
+#   env: MQTTCHAT_BIN=path (skip the build and use this binary)
+#
+# Runs: fan-out 1->10, pairs 10->10, fan-in 10->1 at QoS 0, 1, 2 (fixed duration each), a fixed-rate latency
+# run (pairs 10->10, QoS 1, 5,000 msg/s in total), and an idle-connections run (connect rate, broker memory per
+# connection). Brokers are run alternately for every run of every repetition. When our broker cannot be built
+# or started, its column says n/a and the mosquitto side still runs.
+# Bounded: every run has a timeout; every broker started is stopped on exit.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+REPEAT=3
+QUICK=0
+BUILD=1
+KEEP=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) QUICK=1; REPEAT=1 ;;
+    --repeat) REPEAT="$2"; shift ;;
+    --no-build) BUILD=0 ;;
+    --keep) KEEP=1 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "unknown option: $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+if [ "$QUICK" = 1 ]; then
+  DURATION=1.5; LATENCY_DURATION=2; IDLE_CONNECTIONS=500
+else
+  DURATION=5; LATENCY_DURATION=5; IDLE_CONNECTIONS=2000
+fi
+INFLIGHT=20          # = max_inflight_messages below: mosquitto drops QoS 2 beyond it (see LoadGenConfig.inflight)
+RUN_TIMEOUT=90       # hard limit per bench invocation, seconds
+
+# --- limits shared by both brokers -------------------------------------------------------------------------
+common_conf() {  # $1 = port
+  cat <<CONF
+listener $1 127.0.0.1
+allow_anonymous true
+max_inflight_messages $INFLIGHT
+max_queued_messages 100000
+sys_interval 0
+log_dest stdout
+CONF
+}
+
+# --- build ------------------------------------------------------------------------------------------------
+if [ -n "${MQTTCHAT_BIN:-}" ]; then
+  BIN="$MQTTCHAT_BIN"
+else
+  BIN="$ROOT/.build-release/release/mqttchat"
+  if [ "$BUILD" = 1 ]; then
+    echo "bench-broker: building mqttchat (release, scratch path .build-release)..." >&2
+    (cd "$ROOT" && timeout 1500 swift build -c release --scratch-path .build-release --product mqttchat) >&2
+  fi
+fi
+[ -x "$BIN" ] || { echo "bench-broker: $BIN not found" >&2; exit 1; }
+
+TMP="$(mktemp -d /tmp/bench-broker.XXXXXX)"
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${PIDS[@]}"; do
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  done
+  if [ "$KEEP" = 1 ]; then echo "bench-broker: kept $TMP" >&2; else rm -rf "$TMP"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+wait_port() {  # $1 = port, $2 = pid; bounded 10 s
+  for _ in $(seq 1 100); do
+    kill -0 "$2" 2>/dev/null || return 1
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# --- CPU pinning --------------------------------------------------------------------------------------------
+CORES="$(nproc 2>/dev/null || echo 1)"
+BROKER_PIN=()
+LOAD_PIN=()
+if command -v taskset >/dev/null 2>&1 && [ "$CORES" -ge 2 ]; then
+  BROKER_PIN=(taskset -c 0)
+  LOAD_PIN=(taskset -c 1)
+  PINNING="pinned with taskset: brokers on core 0, load generator on core 1 ($CORES cores)"
+else
+  PINNING="not pinned (taskset missing or fewer than 2 cores)"
+fi
+
+# --- brokers ------------------------------------------------------------------------------------------------
+OURS_PORT=""; OURS_PID=""
+start_ours() {
+  "$BIN" broker --help >/dev/null 2>&1 || { echo "bench-broker: '$BIN broker' not available: ours = n/a" >&2; return 1; }
+  local port; port="$(free_port)"
+  common_conf "$port" > "$TMP/ours.conf"
+  "${BROKER_PIN[@]}" "$BIN" broker -c "$TMP/ours.conf" > "$TMP/ours.log" 2>&1 &
+  OURS_PID=$!
+  PIDS+=("$OURS_PID")
+  for _ in $(seq 1 100); do
+    if grep -q "mqttchat broker listening on 127.0.0.1:" "$TMP/ours.log" 2>/dev/null; then
+      OURS_PORT="$(grep -o "listening on 127.0.0.1:[0-9]*" "$TMP/ours.log" | head -1 | sed 's/.*://')"
+      wait_port "$OURS_PORT" "$OURS_PID" && return 0
+    fi
+    kill -0 "$OURS_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "bench-broker: our broker did not start (log: $(tail -3 "$TMP/ours.log" | tr '\n' ' ')): ours = n/a" >&2
+  return 1
+}
+
+MOSQ_PORT=""; MOSQ_PID=""
+start_mosquitto() {
+  local binary; binary="$(command -v mosquitto || echo /usr/sbin/mosquitto)"
+  [ -x "$binary" ] || { echo "bench-broker: mosquitto not found" >&2; return 1; }
+  MOSQ_PORT="$(free_port)"
+  { common_conf "$MOSQ_PORT"; echo "set_tcp_nodelay true"; } > "$TMP/mosquitto.conf"
+  "${BROKER_PIN[@]}" "$binary" -c "$TMP/mosquitto.conf" > "$TMP/mosquitto.log" 2>&1 &
+  MOSQ_PID=$!
+  PIDS+=("$MOSQ_PID")
+  wait_port "$MOSQ_PORT" "$MOSQ_PID" || { echo "bench-broker: mosquitto did not start" >&2; return 1; }
+}
+
+OURS_OK=0; MOSQ_OK=0
+start_ours && OURS_OK=1 || true
+start_mosquitto && MOSQ_OK=1 || true
+[ "$OURS_OK" = 1 ] || [ "$MOSQ_OK" = 1 ] || { echo "bench-broker: no broker could be started" >&2; exit 1; }
+
+# --- runs ---------------------------------------------------------------------------------------------------
+RUNS=()
+for qos in 0 1 2; do
+  RUNS+=("fanout-q$qos|--scenario fanout --publishers 1 --subscribers 10 --qos $qos --duration $DURATION")
+  RUNS+=("pairs-q$qos|--scenario pairs --publishers 10 --subscribers 10 --qos $qos --duration $DURATION")
+  RUNS+=("fanin-q$qos|--scenario fanin --publishers 10 --subscribers 1 --qos $qos --duration $DURATION")
+done
+RUNS+=("latency-5k|--scenario pairs --publishers 10 --subscribers 10 --qos 1 --rate 5000 --duration $LATENCY_DURATION")
+RUNS+=("idle|--scenario idle --connections $IDLE_CONNECTIONS")
+
+RESULTS="$TMP/results.tsv"
+: > "$RESULTS"
+run_one() {  # $1 = broker name, $2 = port, $3 = pid, $4 = run name, $5 = args
+  local extra=""
+  [ "$4" = idle ] && extra="--broker-pid $3"
+  local out
+  # shellcheck disable=SC2086
+  if out="$(timeout "$RUN_TIMEOUT" "${LOAD_PIN[@]}" "$BIN" bench --port "$2" --inflight "$INFLIGHT" $5 $extra \
+      --timeout 30 --drain 3 --json 2>"$TMP/bench-stderr.txt")"; then
+    printf '%s\t%s\t%s\n' "$4" "$1" "$(echo "$out" | tail -1)" >> "$RESULTS"
+    echo "  $1: $(echo "$out" | head -1)" >&2
+  else
+    printf '%s\t%s\t%s\n' "$4" "$1" "FAILED" >> "$RESULTS"
+    echo "  $1: FAILED ($(tail -2 "$TMP/bench-stderr.txt" | tr '\n' ' '))" >&2
+  fi
+}
+
+echo "bench-broker: $PINNING" >&2
+for rep in $(seq 1 "$REPEAT"); do
+  for entry in "${RUNS[@]}"; do
+    name="${entry%%|*}"; args="${entry#*|}"
+    echo "[rep $rep/$REPEAT] $name" >&2
+    # Alternate which broker goes first from one repetition to the next.
+    if [ $((rep % 2)) = 1 ]; then order="ours mosquitto"; else order="mosquitto ours"; fi
+    for broker in $order; do
+      if [ "$broker" = ours ] && [ "$OURS_OK" = 1 ]; then
+        run_one ours "$OURS_PORT" "$OURS_PID" "$name" "$args"
+      elif [ "$broker" = mosquitto ] && [ "$MOSQ_OK" = 1 ]; then
+        run_one mosquitto "$MOSQ_PORT" "$MOSQ_PID" "$name" "$args"
+      fi
+    done
+  done
+done
+
+# --- summary ------------------------------------------------------------------------------------------------
+echo
+echo "Broker comparison: medians of $REPEAT repetition(s); $PINNING."
+echo "Limits for both: max_inflight_messages $INFLIGHT, max_queued_messages 100000 (mosquitto also set_tcp_nodelay true)."
+python3 - "$RESULTS" <<'PY'
+import json, statistics, sys
+from collections import OrderedDict
+
+rows = OrderedDict()
+for line in open(sys.argv[1]):
+    name, broker, payload = line.rstrip("\n").split("\t", 2)
+    rows.setdefault(name, {"ours": [], "mosquitto": []})
+    rows[name][broker].append(None if payload == "FAILED" else json.loads(payload))
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+def metric(name, results):
+    ok = [r for r in results if r is not None]
+    if not ok:
+        return None
+    if name == "idle":
+        return {
+            "value": median([r["idle"]["connectsPerSecond"] for r in ok]),
+            "extra": median([r["idle"].get("brokerBytesPerConnection") for r in ok]),
+            "lost": 0, "dup": 0, "n": len(ok), "failed": len(results) - len(ok),
+        }
+    value = median([r["deliveredPerSecond"] for r in ok])
+    extra = None
+    if name.startswith("latency"):
+        lat = [r["latency"] for r in ok if r.get("latency")]
+        value = median([l["p50Micros"] for l in lat])
+        extra = median([l["p99Micros"] for l in lat])
+    return {
+        "value": value, "extra": extra,
+        "lost": sum(r["lost"] for r in ok), "dup": sum(r["duplicates"] for r in ok),
+        "n": len(ok), "failed": len(results) - len(ok),
+    }
+
+def fmt(v, unit=""):
+    if v is None:
+        return "n/a"
+    return f"{v:,.0f}{unit}"
+
+header = f"{'run':<12} {'metric':<22} {'ours':>14} {'mosquitto':>14} {'ratio':>7}  {'lost o/m':>12} {'dup o/m':>9}"
+print(header)
+print("-" * len(header))
+for name, by in rows.items():
+    o, m = metric(name, by["ours"]), metric(name, by["mosquitto"])
+    if name == "idle":
+        label, extra_label = "connects/s", "broker bytes/conn"
+    elif name.startswith("latency"):
+        label, extra_label = "latency p50 us", "latency p99 us"
+    else:
+        label, extra_label = "delivered msg/s", None
+    def val(x, key):
+        return x[key] if x else None
+    def ratio(a, b):
+        return f"{a / b:.2f}" if a is not None and b not in (None, 0) else "n/a"
+    def counts(key):
+        a = "n/a" if o is None else str(o[key])
+        b = "n/a" if m is None else str(m[key])
+        return f"{a}/{b}"
+    failed = ""
+    for who, x in (("ours", o), ("mosquitto", m)):
+        if x and x["failed"]:
+            failed += f"  ({who}: {x['failed']} failed)"
+    print(f"{name:<12} {label:<22} {fmt(val(o,'value')):>14} {fmt(val(m,'value')):>14} "
+          f"{ratio(val(o,'value'), val(m,'value')):>7}  {counts('lost'):>12} {counts('dup'):>9}{failed}")
+    if extra_label:
+        print(f"{'':<12} {extra_label:<22} {fmt(val(o,'extra')):>14} {fmt(val(m,'extra')):>14} "
+              f"{ratio(val(o,'extra'), val(m,'extra')):>7}")
+print()
+print("ratio = ours / mosquitto (throughput and connects/s: higher is better; latency and memory: lower is better).")
+print("lost/dup are totals over all repetitions; QoS 0 loss under overload is allowed by MQTT.")
+PY
