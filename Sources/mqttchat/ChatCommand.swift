@@ -47,11 +47,12 @@ struct ChatCommand: AsyncParsableCommand {
             configuration.mqtt.password = connection.password
             configuration.mqtt.keepAlive = .seconds(connection.keepalive)
             configuration.history = historyDB.map { .file(path: $0) } ?? .defaultFile(for: userID)
+            // Ctrl-C (or SIGTERM) quits like /quit: others see "left" rather than "went offline". Installed before
+            // the session starts, so a signal that arrives while joining is queued as the first line, not fatal.
+            let input = StandardInputLines.stream()
+            let interrupts = InterruptHandler { input.continuation.yield("/quit") }
             let session = try await ChatSession.start(
                 configuration, room: roomName, address: connection.address, connectTimeout: connection.connectTimeout)
-            let input = StandardInputLines.stream()
-            // Ctrl-C (or SIGTERM) quits like /quit: others see "left" rather than "went offline".
-            let interrupts = InterruptHandler { input.continuation.yield("/quit") }
             await session.run(input: input.lines, linger: linger)
             withExtendedLifetime(interrupts) {}
         }

@@ -23,21 +23,30 @@ final class LiveClient: Sendable {
 
     /// Opens a TCP connection to the broker (no MQTT traffic yet).
     static func open(to address: SocketAddress) async throws -> LiveClient {
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .connectTimeout(.seconds(5))
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(MQTTPacketDecoderHandler()))
-                    try channel.pipeline.syncOperations.addHandler(PacketInbox())
+        // The inbox is handed out by the initializer itself: looking it up in the pipeline after connect() races
+        // with a broker that closes the socket at once (the pipeline is emptied on close).
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let inboxPromise = loop.makePromise(of: NIOLoopBound<PacketInbox>.self)
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: loop)
+                .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+                .connectTimeout(.seconds(5))
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let inbox = PacketInbox()
+                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(MQTTPacketDecoderHandler()))
+                        try channel.pipeline.syncOperations.addHandler(inbox)
+                        inboxPromise.succeed(NIOLoopBound(inbox, eventLoop: channel.eventLoop))
+                    }
                 }
-            }
-            .connect(to: address)
-            .get()
-        let inbox = try await channel.eventLoop.submit {
-            try NIOLoopBound(channel.pipeline.syncOperations.handler(type: PacketInbox.self), eventLoop: channel.eventLoop)
-        }.get()
-        return LiveClient(channel: channel, inbox: inbox)
+                .connect(to: address)
+                .get()
+        } catch {
+            inboxPromise.fail(error)
+            throw error
+        }
+        return LiveClient(channel: channel, inbox: try await inboxPromise.futureResult.get())
     }
 
     /// Opens a connection and completes CONNECT; returns the client and the CONNACK.
