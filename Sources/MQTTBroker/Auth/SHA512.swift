@@ -74,48 +74,63 @@ struct SHA512 {
     }
 
     private mutating func compress(_ block: [UInt8], from start: Int) {
-        var schedule = [UInt64](repeating: 0, count: 80)
-        for t in 0..<16 {
-            var word: UInt64 = 0
-            for byte in 0..<8 {
-                word = (word << 8) | UInt64(block[start + t * 8 + byte])
+        block.withUnsafeBufferPointer { bytes in
+            state.withUnsafeMutableBufferPointer { state in
+                Self.roundConstants.withUnsafeBufferPointer { constants in
+                    Self.compress(UnsafeBufferPointer(rebasing: bytes[start..<start + Self.blockSize]), into: state, constants: constants)
+                }
             }
-            schedule[t] = word
         }
-        for t in 16..<80 {
-            let s0 = rotr(schedule[t - 15], 1) ^ rotr(schedule[t - 15], 8) ^ (schedule[t - 15] >> 7)
-            let s1 = rotr(schedule[t - 2], 19) ^ rotr(schedule[t - 2], 61) ^ (schedule[t - 2] >> 6)
-            schedule[t] = schedule[t - 16] &+ s0 &+ schedule[t - 7] &+ s1
-        }
-        var a = state[0], b = state[1], c = state[2], d = state[3]
-        var e = state[4], f = state[5], g = state[6], h = state[7]
-        for t in 0..<80 {
-            let sum1 = rotr(e, 14) ^ rotr(e, 18) ^ rotr(e, 41)
-            let choice = (e & f) ^ (~e & g)
-            let temp1 = h &+ sum1 &+ choice &+ Self.roundConstants[t] &+ schedule[t]
-            let sum0 = rotr(a, 28) ^ rotr(a, 34) ^ rotr(a, 39)
-            let majority = (a & b) ^ (a & c) ^ (b & c)
-            let temp2 = sum0 &+ majority
-            h = g
-            g = f
-            f = e
-            e = d &+ temp1
-            d = c
-            c = b
-            b = a
-            a = temp1 &+ temp2
-        }
-        state[0] &+= a
-        state[1] &+= b
-        state[2] &+= c
-        state[3] &+= d
-        state[4] &+= e
-        state[5] &+= f
-        state[6] &+= g
-        state[7] &+= h
     }
 
-    private func rotr(_ value: UInt64, _ count: UInt64) -> UInt64 {
+    /// One application of the compression function; works on raw buffers so a PBKDF2 round allocates nothing here.
+    private static func compress(
+        _ block: UnsafeBufferPointer<UInt8>, into state: UnsafeMutableBufferPointer<UInt64>, constants: UnsafeBufferPointer<UInt64>
+    ) {
+        withUnsafeTemporaryAllocation(of: UInt64.self, capacity: 80) { schedule in
+            for t in 0..<16 {
+                var word: UInt64 = 0
+                for byte in 0..<8 {
+                    word = (word << 8) | UInt64(block[t * 8 + byte])
+                }
+                schedule[t] = word
+            }
+            for t in 16..<80 {
+                let s0 = rotr(schedule[t - 15], 1) ^ rotr(schedule[t - 15], 8) ^ (schedule[t - 15] >> 7)
+                let s1 = rotr(schedule[t - 2], 19) ^ rotr(schedule[t - 2], 61) ^ (schedule[t - 2] >> 6)
+                schedule[t] = schedule[t - 16] &+ s0 &+ schedule[t - 7] &+ s1
+            }
+            var a = state[0], b = state[1], c = state[2], d = state[3]
+            var e = state[4], f = state[5], g = state[6], h = state[7]
+            for t in 0..<80 {
+                let sum1 = rotr(e, 14) ^ rotr(e, 18) ^ rotr(e, 41)
+                let choice = (e & f) ^ (~e & g)
+                let temp1 = h &+ sum1 &+ choice &+ constants[t] &+ schedule[t]
+                let sum0 = rotr(a, 28) ^ rotr(a, 34) ^ rotr(a, 39)
+                let majority = (a & b) ^ (a & c) ^ (b & c)
+                let temp2 = sum0 &+ majority
+                h = g
+                g = f
+                f = e
+                e = d &+ temp1
+                d = c
+                c = b
+                b = a
+                a = temp1 &+ temp2
+            }
+            state[0] &+= a
+            state[1] &+= b
+            state[2] &+= c
+            state[3] &+= d
+            state[4] &+= e
+            state[5] &+= f
+            state[6] &+= g
+            state[7] &+= h
+        }
+    }
+
+    @inline(__always)
+    private static func rotr(_ value: UInt64, _ count: UInt64) -> UInt64 {
         (value >> count) | (value << (64 - count))
     }
 
