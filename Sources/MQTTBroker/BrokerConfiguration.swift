@@ -54,6 +54,12 @@ public struct BrokerConfiguration: Sendable {
     public var maxTopicLevels: Int = 128
     /// Whether QoS 0 messages are queued for offline persistent sessions (mosquitto's `queue_qos0_messages`).
     public var queueQoS0Messages: Bool = false
+    // [auth] access control and connection limit (Sources/MQTTBroker/Auth).
+    /// Who may publish, subscribe to and receive which topics (`acl_file`); `nil` allows everything.
+    public var accessControl: AccessControlList? = nil
+    /// Most sockets open at once across all listeners (`max_connections`); 0 or less means unlimited. Sockets
+    /// beyond it are closed when accepted.
+    public var maxConnections: Int = 0
 
     /// Creates the default configuration.
     public init() {}

@@ -12,6 +12,7 @@ struct MQTTChatCommand: AsyncParsableCommand {
             SubscribeCommand.self,
             ChatCommand.self,
             HistoryCommand.self,
+            PasswdCommand.self,
             BenchCommand.self,
         ]
     )

@@ -11,6 +11,8 @@ public enum BrokerConfigError: Error, Sendable, Hashable, CustomStringConvertibl
     case missingValue(source: String, line: Int, option: String)
     /// The option has more values than it takes.
     case extraValues(source: String, line: Int, option: String)
+    /// The file an option names (`password_file`, `acl_file`) could not be read or parsed.
+    case invalidFile(source: String, line: Int, option: String, reason: String)
     /// A value could not be parsed or is out of range.
     case invalidValue(source: String, line: Int, option: String, value: String, expected: String)
 
@@ -26,6 +28,8 @@ public enum BrokerConfigError: Error, Sendable, Hashable, CustomStringConvertibl
             return "\(source):\(line): option '\(option)' needs a value"
         case .extraValues(let source, let line, let option):
             return "\(source):\(line): option '\(option)' has too many values"
+        case .invalidFile(let source, let line, let option, let reason):
+            return "\(source):\(line): \(option): \(reason)"
         case .invalidValue(let source, let line, let option, let value, let expected):
             return "\(source):\(line): invalid value '\(value)' for '\(option)': expected \(expected)"
         }

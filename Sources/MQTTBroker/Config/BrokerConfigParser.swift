@@ -13,6 +13,9 @@ import NIOCore
 /// - Options mosquitto knows but this broker does not implement yet are refused with an
 ///   error instead of being ignored, so a config never silently loses a security setting.
 /// - `connect_timeout SECONDS`, `max_topic_levels N` and `log_level LEVEL` exist only here.
+/// - `allow_anonymous` defaults to true when every listener binds loopback only (127.0.0.1, ::1, localhost) and
+///   to false otherwise; mosquitto 2 defaults to false everywhere. Setting it explicitly always wins.
+/// - `max_connections` counts sockets across all listeners (mosquitto counts per listener).
 public enum BrokerConfigParser {
     /// Reads and parses the file at `path`.
     public static func load(path: String) throws(BrokerConfigError) -> BrokerSettings {
@@ -30,9 +33,11 @@ public enum BrokerConfigParser {
         var settings = BrokerSettings()
         var listeners: [BrokerConfiguration.Listener] = []
         var logTypeLevel: Logger.Level?
+        var anonymousSet = false
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = ConfigLine(rawLine, source: source, number: index + 1)
             guard let option = line.option else { continue }
+            anonymousSet = anonymousSet || option == "allow_anonymous"
             try apply(option, line, to: &settings, listeners: &listeners, logTypeLevel: &logTypeLevel)
         }
         if !listeners.isEmpty {
@@ -41,13 +46,21 @@ public enum BrokerConfigParser {
         if let logTypeLevel {
             settings.logLevel = logTypeLevel
         }
+        if !anonymousSet {
+            settings.configuration.allowAnonymous = settings.configuration.listeners.allSatisfy {
+                loopbackHosts.contains($0.host)
+            }
+        }
         return settings
     }
 
+    /// Bind addresses that only the local machine can reach.
+    static let loopbackHosts: Set<String> = ["127.0.0.1", "::1", "localhost"]
+
     /// Options refused until the broker implements them.
     static let notYetSupported: Set<String> = [
-        "persistence_location", "autosave_interval", "password_file", "acl_file", "cafile", "capath",
-        "certfile", "keyfile", "require_certificate", "tls_version", "max_connections", "max_queued_bytes",
+        "persistence_location", "autosave_interval", "cafile", "capath",
+        "certfile", "keyfile", "require_certificate", "tls_version", "max_queued_bytes",
         "bind_address", "bind_interface", "protocol", "mount_point", "include_dir", "plugin", "auth_plugin",
         "psk_file", "use_identity_as_username", "allow_zero_length_clientid", "persistent_client_expiration",
         "message_size_limit", "upgrade_outgoing_qos", "socket_domain", "http_dir", "websockets_log_level",
@@ -70,6 +83,22 @@ public enum BrokerConfigParser {
             listeners.append(BrokerConfiguration.Listener(host: host, port: port))
         case "allow_anonymous":
             settings.configuration.allowAnonymous = try line.bool(line.single())
+        case "password_file":
+            let path = try line.single()
+            do throws(PasswordFileError) {
+                settings.configuration.authenticator = PasswordFileAuthenticator(file: try PasswordFile.load(path: path))
+            } catch {
+                throw .invalidFile(source: line.source, line: line.number, option: option, reason: error.description)
+            }
+        case "acl_file":
+            let path = try line.single()
+            do throws(AccessControlListError) {
+                settings.configuration.accessControl = try AccessControlList.load(path: path)
+            } catch {
+                throw .invalidFile(source: line.source, line: line.number, option: option, reason: error.description)
+            }
+        case "max_connections":
+            settings.configuration.maxConnections = try line.integer(line.single(), in: -1...Int(Int32.max))
         case "max_inflight_messages":
             settings.configuration.maxInflightMessages = try line.integer(line.single(), in: 0...65535)
         case "max_queued_messages":

@@ -66,7 +66,13 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         guard !started else { return }
         started = true
         stateMachine = ConnectionStateMachine(acceptedAt: core.eventLoop.now, connectTimeout: core.configuration.connectTimeout)
-        core.connectionOpened(self)
+        // [auth] max_connections: close at accept, before reading anything; nothing was registered with the core.
+        guard core.connectionOpened(self) else {
+            logger.notice("connection refused: max_connections reached", metadata: ["max": "\(core.configuration.maxConnections)"])
+            _ = stateMachine.close()
+            context?.close(promise: nil)
+            return
+        }
         armTimer()
     }
 
@@ -185,6 +191,10 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         case .accepted(let session, let sessionPresent):
             decoder.protocolVersion = connect.protocolVersion
             will = connect.will
+            if let topic = will?.topic, !session.accessPolicy.mayPublish(to: topic) {  // [auth] write ACL for the will
+                logger.notice("will dropped: acl denies write", metadata: ["topic": "\(topic)"])
+                will = nil
+            }
             logger[metadataKey: "client"] = "\(session.clientID)"
             if connect.keepAliveSeconds > core.configuration.maxKeepalive {
                 logger.notice(
@@ -220,9 +230,9 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
             retain: publish.retain && core.configuration.retainAvailable
         )
         // Clients may not write the broker's own statistics: acknowledged, not routed.
-        let routable = !publish.topic.hasPrefix("$SYS")
+        let routable = !publish.topic.hasPrefix("$SYS") && session.accessPolicy.mayPublish(to: publish.topic)  // [auth]
         if !routable {
-            logger.notice("PUBLISH to $SYS topic ignored", metadata: ["topic": "\(publish.topic)"])
+            logger.notice("PUBLISH ignored: $SYS topic or acl denies write", metadata: ["topic": "\(publish.topic)"])
         }
         switch publish.qos {
         case .atMostOnce:
@@ -291,6 +301,12 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
                 logger.notice(
                     "SUBSCRIBE refused: too many topic levels",
                     metadata: ["maximum": "\(core.configuration.maxTopicLevels)"])
+                returnCodes.append(.failure)
+                continue
+            }
+            // [auth] read ACL: the whole filter must be readable (ClientAccessPolicy.maySubscribe).
+            guard session.accessPolicy.maySubscribe(to: request.topicFilter) else {
+                logger.notice("SUBSCRIBE refused: acl denies read", metadata: ["filter": "\(request.topicFilter)"])
                 returnCodes.append(.failure)
                 continue
             }

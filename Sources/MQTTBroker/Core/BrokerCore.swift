@@ -54,10 +54,13 @@ final class BrokerCore {
 
     // MARK: Connections
 
-    /// A socket was accepted.
-    func connectionOpened(_ connection: BrokerConnectionHandler) {
+    /// A socket was accepted. Returns false (and keeps nothing) when `max_connections` sockets are already open.
+    func connectionOpened(_ connection: BrokerConnectionHandler) -> Bool {
         eventLoop.assertInEventLoop()
+        // [auth] max_connections (Auth/ConnectionLimit).
+        guard ConnectionLimit(maxConnections: configuration.maxConnections).admits(openConnections: connections.count) else { return false }
         connections[ObjectIdentifier(connection)] = connection
+        return true
     }
 
     /// The outcome of CONNECT processing.
@@ -101,6 +104,8 @@ final class BrokerCore {
             sessionPresent = false
         }
         session.cleanSession = packet.cleanSession
+        // [auth] the ACL rules of this connection's identity (Auth/ClientAccessPolicy).
+        session.accessPolicy = ClientAccessPolicy(acl: configuration.accessControl, clientID: clientID, username: packet.username)
         session.connection = connection
         connection.session = session
         connectedClientCount += 1
@@ -157,6 +162,7 @@ final class BrokerCore {
         var sharedQoS0: PublishEncoding.Encoded?
         for (key, grantedQoS) in matches {
             guard let session = sessionsByKey[key] else { continue }
+            guard session.accessPolicy.mayReceive(message.topic) else { continue }  // [auth] read ACL per message
             let qos = min(message.qos, grantedQoS)
             switch session.outbound.enqueue(forwarded, qos: qos, retain: false) {
             case .send(let delivery):
@@ -186,7 +192,7 @@ final class BrokerCore {
     /// Sends the retained messages matching a new or renewed subscription, with RETAIN set (MQTT-3.3.1-6).
     func deliverRetained(matching filter: String, grantedQoS: QoS, to session: BrokerSession) {
         guard configuration.retainAvailable else { return }
-        for message in retainedStore.messages(matching: filter) {
+        for message in retainedStore.messages(matching: filter) where session.accessPolicy.mayReceive(message.topic) {  // [auth]
             offer(message, qos: min(message.qos, grantedQoS), retain: true, to: session)
         }
     }

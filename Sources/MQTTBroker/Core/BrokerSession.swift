@@ -21,6 +21,8 @@ final class BrokerSession {
     var inboundQoS2 = InboundQoS2Tracker()
     /// The connection attached to the session; nil while the client is offline.
     var connection: BrokerConnectionHandler?
+    /// [auth] What the client attached last may publish, subscribe to and receive (set at every CONNECT).
+    var accessPolicy = ClientAccessPolicy.unrestricted
 
     init(key: SessionKey, clientID: String, cleanSession: Bool, outbound: OutboundFlow) {
         self.key = key
