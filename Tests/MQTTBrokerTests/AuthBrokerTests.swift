@@ -224,6 +224,11 @@ struct AuthBrokerTests {
         }
         #expect(alice.maySubscribe(to: "mqttchat/users/alice/inbox"))
         #expect(alice.mayPublish(to: "mqttchat/users/alice/status"))
-        #expect(guest.maySubscribe(to: "mqttchat/users/guest/inbox"))
+        // Ownership follows the proven user name (%u), not the client id anyone can claim.
+        #expect(!guest.maySubscribe(to: "mqttchat/users/guest/inbox"))
+        #expect(!guest.mayPublish(to: "mqttchat/users/guest/status"))
+        let spoof = acl.policy(clientID: "alice", username: "bob")
+        #expect(!spoof.maySubscribe(to: "mqttchat/users/alice/inbox"))
+        #expect(spoof.maySubscribe(to: "mqttchat/users/bob/inbox"))
     }
 }

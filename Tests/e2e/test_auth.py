@@ -234,12 +234,14 @@ def test_chat_acl_shipped(auth_broker, raw_factory, broker_kind):
     with open(acl) as f:
         b = auth_broker(acl=f.read(), allow_anonymous="true")
     alice, bob = cid("alice"), cid("bob")
+    # Chat clients log in with their user id as user name and client id; ownership follows the
+    # user name (%u), which a password file proves, not the client id anyone can claim.
     a = raw_factory(b)
-    a.connect_ok(alice)
+    a.connect_ok(alice, username=alice)
     assert a.subscribe([(f"mqttchat/users/{alice}/inbox", 1), ("mqttchat/users/+/status", 1),
                         ("mqttchat/rooms/lobby/messages", 1)]) == [1, 1, 1]
     o = raw_factory(b)
-    o.connect_ok(bob)
+    o.connect_ok(bob, username=bob)
     o.publish_qos1(f"mqttchat/users/{alice}/status", b"forged offline", pid=1)
     o.publish_qos1(f"mqttchat/users/{bob}/status", b"online", pid=2)
     o.publish_qos1(f"mqttchat/users/{alice}/inbox", b"hi", pid=3)
@@ -248,6 +250,14 @@ def test_chat_acl_shipped(auth_broker, raw_factory, broker_kind):
     assert got == [(f"mqttchat/users/{bob}/status", b"online"), (f"mqttchat/users/{alice}/inbox", b"hi"),
                    ("mqttchat/rooms/lobby/messages", b"hello room")]
     a.expect_nothing(0.5)
+    # Claiming alice's client id without her user name does not open her inbox.
+    spoof = raw_factory(b)
+    spoof.connect_ok(cid("spoof"), username=bob)
+    codes = spoof.subscribe([(f"mqttchat/users/{alice}/inbox", 1)])
+    assert codes == ([0x80] if broker_kind == "mqttchat" else [1])
+    o.publish_qos1(f"mqttchat/users/{alice}/inbox", b"private", pid=5)
+    assert a.next_publish().payload == b"private"
+    spoof.expect_nothing(0.5)
 
 
 # --------------------------------------------------------------------------- max_connections
