@@ -54,6 +54,11 @@ public struct BrokerConfiguration: Sendable {
     public var maxTopicLevels: Int = 128
     /// Whether QoS 0 messages are queued for offline persistent sessions (mosquitto's `queue_qos0_messages`).
     public var queueQoS0Messages: Bool = false
+    /// How many event loops serve client sockets (reads, writes and system calls); accepted connections are spread
+    /// over them. 1 keeps every socket on the broker core's loop. When the server's event loop group has exactly
+    /// this many loops its loops are used, otherwise the broker runs a group of this size itself. The broker's
+    /// state and routing stay on one loop. Values below 1 count as 1.
+    public var eventLoopCount: Int = System.coreCount
 
     /// Creates the default configuration.
     public init() {}
