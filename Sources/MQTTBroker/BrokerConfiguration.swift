@@ -60,6 +60,11 @@ public struct BrokerConfiguration: Sendable {
     /// Most sockets open at once across all listeners (`max_connections`); 0 or less means unlimited. Sockets
     /// beyond it are closed when accepted.
     public var maxConnections: Int = 0
+    /// How many event loops serve client sockets (reads, writes and system calls); accepted connections are spread
+    /// over them. 1 keeps every socket on the broker core's loop. When the server's event loop group has exactly
+    /// this many loops its loops are used, otherwise the broker runs a group of this size itself. The broker's
+    /// state and routing stay on one loop. Values below 1 count as 1.
+    public var eventLoopCount: Int = System.coreCount
 
     /// Creates the default configuration.
     public init() {}

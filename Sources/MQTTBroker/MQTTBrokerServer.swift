@@ -6,9 +6,12 @@ public import ServiceLifecycle
 
 /// The MQTT 3.1/3.1.1 broker: binds the configured listeners and serves clients until shut down.
 ///
-/// All broker state lives on one event loop of `eventLoopGroup` (chosen once with `next()`); every accepted
-/// connection is served on that loop too, so the message path takes no locks. Use it as a `ServiceLifecycle`
-/// service (``run()``) or drive it directly with ``start()`` and ``shutdown()``.
+/// All broker state lives on one event loop of `eventLoopGroup` (chosen once with `next()`), so routing takes no
+/// locks. Accepted sockets are spread over ``BrokerConfiguration/eventLoopCount`` loops of the group: a socket on
+/// the core's loop is served in its own pipeline; a socket on another loop does its reads, writes and system calls
+/// there and hands its bytes over through a ``ConnectionRelay`` (one `execute` per read batch and per flush, never
+/// a lock per message). Use it as a `ServiceLifecycle` service (``run()``) or drive it directly with ``start()``
+/// and ``shutdown()``.
 public final class MQTTBrokerServer: Service, Sendable {
     private struct State {
         var core: BrokerCore?
@@ -17,11 +20,16 @@ public final class MQTTBrokerServer: Service, Sendable {
         var isShutDown = false
         var startFuture: EventLoopFuture<[SocketAddress]>?
         var shutdownFuture: EventLoopFuture<Void>?
+        /// A group the broker created for its sockets because the given one has a different number of loops.
+        var ownedSocketGroup: MultiThreadedEventLoopGroup?
     }
 
     private let configuration: BrokerConfiguration
     private let logger: Logger
     private let eventLoop: any EventLoop
+    private let eventLoopGroup: any EventLoopGroup
+    /// How many event loops serve client sockets.
+    let socketEventLoopCount: Int
     private let state: NIOLoopBoundBox<State>
 
     /// Creates a broker; nothing is bound until ``start()`` or ``run()``.
@@ -33,6 +41,8 @@ public final class MQTTBrokerServer: Service, Sendable {
         self.configuration = configuration
         self.logger = logger
         self.eventLoop = eventLoopGroup.next()
+        self.eventLoopGroup = eventLoopGroup
+        self.socketEventLoopCount = max(1, configuration.eventLoopCount)
         self.state = NIOLoopBoundBox.makeBoxSendingValue(State(), eventLoop: eventLoop)
     }
 
@@ -75,14 +85,19 @@ public final class MQTTBrokerServer: Service, Sendable {
         let core = BrokerCore(configuration: configuration, logger: logger, eventLoop: eventLoop)
         state.value.core = core
         let boundCore = NIOLoopBound(core, eventLoop: eventLoop)
-        let bootstrap = ServerBootstrap(group: eventLoop, childGroup: eventLoop)
+        let coreLoop = eventLoop
+        let bootstrap = ServerBootstrap(group: eventLoop, childGroup: makeSocketGroup())
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelOption(.socketOption(.so_keepalive), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(BrokerConnectionHandler(core: boundCore.value))
+                    if channel.eventLoop === coreLoop {
+                        try channel.pipeline.syncOperations.addHandler(BrokerConnectionHandler(core: boundCore.value))
+                    } else {
+                        try channel.pipeline.syncOperations.addHandler(ConnectionRelay(core: boundCore))
+                    }
                 }
             }
 
@@ -116,13 +131,33 @@ public final class MQTTBrokerServer: Service, Sendable {
         return started
     }
 
+    /// The group accepted sockets are spread over: the core's loop alone for one loop, the server's group when it
+    /// has exactly ``BrokerConfiguration/eventLoopCount`` loops, otherwise a group of that size the broker owns.
+    /// (`ServerBootstrap` only spreads over a whole `MultiThreadedEventLoopGroup`, not over a subset of one.)
+    private func makeSocketGroup() -> any EventLoopGroup {
+        guard socketEventLoopCount > 1 else { return eventLoop }
+        if Array(eventLoopGroup.makeIterator()).count == socketEventLoopCount {
+            return eventLoopGroup
+        }
+        let owned = MultiThreadedEventLoopGroup(numberOfThreads: socketEventLoopCount)
+        state.value.ownedSocketGroup = owned
+        return owned
+    }
+
     private func shutdownOnLoop() -> EventLoopFuture<Void> {
         if let shutdown = state.value.shutdownFuture { return shutdown }
         state.value.isShutDown = true
         let listenersClosed = state.value.serverChannels.map { $0.close() }
         state.value.serverChannels = []
         let connectionsClosed = state.value.core?.shutdown() ?? eventLoop.makeSucceededVoidFuture()
-        let done = EventLoopFuture.whenAllComplete(listenersClosed + [connectionsClosed], on: eventLoop).map { _ in
+        let ownedSocketGroup = state.value.ownedSocketGroup
+        state.value.ownedSocketGroup = nil
+        let done = EventLoopFuture.whenAllComplete(listenersClosed + [connectionsClosed], on: eventLoop).flatMap { _ in
+            guard let ownedSocketGroup else { return self.eventLoop.makeSucceededVoidFuture() }
+            let stopped = self.eventLoop.makePromise(of: Void.self)
+            ownedSocketGroup.shutdownGracefully { _ in stopped.succeed(()) }
+            return stopped.futureResult
+        }.map {
             self.logger.info("broker stopped")
         }
         state.value.shutdownFuture = done

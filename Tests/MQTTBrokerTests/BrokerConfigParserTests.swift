@@ -29,6 +29,7 @@ struct BrokerConfigParserTests {
             sys_interval 0
             max_keepalive 120
             max_topic_levels 16
+            threads 3
             connect_timeout 3
             persistence false
             log_dest stdout
@@ -47,6 +48,7 @@ struct BrokerConfigParserTests {
         #expect(config.sysInterval == nil)
         #expect(config.maxKeepalive == 120)
         #expect(config.maxTopicLevels == 16)
+        #expect(config.eventLoopCount == 3)
         #expect(config.connectTimeout == .seconds(3))
         #expect(settings.logDestination == .stdout)
         #expect(settings.logLevel == .debug)

@@ -12,7 +12,7 @@ import NIOCore
 ///   interface); write `listener PORT 0.0.0.0` to listen everywhere.
 /// - Options mosquitto knows but this broker does not implement yet are refused with an
 ///   error instead of being ignored, so a config never silently loses a security setting.
-/// - `connect_timeout SECONDS`, `max_topic_levels N` and `log_level LEVEL` exist only here.
+/// - `connect_timeout SECONDS`, `max_topic_levels N`, `threads N` and `log_level LEVEL` exist only here.
 /// - `allow_anonymous` defaults to true when every listener binds loopback only (127.0.0.1, ::1, localhost) and
 ///   to false otherwise; mosquitto 2 defaults to false everywhere. Setting it explicitly always wins.
 /// - `max_connections` counts sockets across all listeners (mosquitto counts per listener).
@@ -116,6 +116,8 @@ public enum BrokerConfigParser {
             settings.configuration.sysInterval = seconds == 0 ? nil : .seconds(Int64(seconds))
         case "max_keepalive":
             settings.configuration.maxKeepalive = UInt16(try line.integer(line.single(), in: 0...65535))
+        case "threads":
+            settings.configuration.eventLoopCount = try line.integer(line.single(), in: 1...256)
         case "max_topic_levels":
             settings.configuration.maxTopicLevels = try line.integer(line.single(), in: 1...65535)
         case "connect_timeout":

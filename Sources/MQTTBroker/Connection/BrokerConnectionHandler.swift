@@ -7,14 +7,16 @@ import NIOCore
 /// machines decide. Writes are not flushed per packet; the core flushes every touched connection once per read
 /// batch.
 ///
-/// Lives on the broker core's event loop, like the core itself.
+/// Lives on the broker core's event loop, like the core itself. A connection whose socket is on the core's loop
+/// sits in the channel pipeline; a socket on another loop of the group is served through a ``ConnectionRelay``
+/// that forwards its bytes here and a ``RelayedChannel`` that carries the writes back.
 final class BrokerConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     private let core: BrokerCore
     private var logger: Logger
-    private var context: ChannelHandlerContext?
+    private var transport: ConnectionTransport?
     private var decoder: MQTTPacketDecoder
     private var cumulation: ByteBuffer?
     private var stateMachine: ConnectionStateMachine
@@ -34,6 +36,14 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     /// Completes when the connection has ended (after the channel closed).
     var closeFuture: EventLoopFuture<Void> { closePromise.futureResult }
 
+    /// The event loop the socket is served on: the core's loop, or another one when relayed.
+    var socketEventLoop: any EventLoop {
+        switch transport {
+        case .relayed(let relayed): relayed.channel.eventLoop
+        case .pipeline, nil: core.eventLoop
+        }
+    }
+
     init(core: BrokerCore) {
         self.core = core
         self.logger = core.logger
@@ -42,10 +52,21 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         self.closePromise = core.eventLoop.makePromise()
     }
 
+    /// A handler for a socket served on another event loop, through a ``ConnectionRelay``; starts at once.
+    convenience init(core: BrokerCore, relayedChannel: any Channel) {
+        self.init(core: core)
+        self.transport = .relayed(RelayedChannel(channel: relayedChannel))
+        self.allocator = relayedChannel.allocator
+        if let remote = relayedChannel.remoteAddress {
+            logger[metadataKey: "remote"] = "\(remote)"
+        }
+        start()
+    }
+
     // MARK: Channel events
 
     func handlerAdded(context: ChannelHandlerContext) {
-        self.context = context
+        self.transport = .pipeline(context)
         self.allocator = context.channel.allocator
         if let remote = context.channel.remoteAddress {
             logger[metadataKey: "remote"] = "\(remote)"
@@ -70,14 +91,19 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         guard core.connectionOpened(self) else {
             logger.notice("connection refused: max_connections reached", metadata: ["max": "\(core.configuration.maxConnections)"])
             _ = stateMachine.close()
-            context?.close(promise: nil)
+            transport?.close()
             return
         }
         armTimer()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var bytes = unwrapInboundIn(data)
+        received(unwrapInboundIn(data))
+    }
+
+    /// Bytes read from the socket (from the pipeline or a relay).
+    func received(_ bytes: ByteBuffer) {
+        var bytes = bytes
         core.statistics.bytesReceived += UInt64(bytes.readableBytes)
         if cumulation == nil {
             cumulation = bytes
@@ -88,19 +114,35 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        core.flushDirty()
+        readComplete()
         context.fireChannelReadComplete()
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
-        close(.connectionLost)
+    /// The end of a read batch: flush everything the batch wrote, once.
+    func readComplete() {
         core.flushDirty()
-        signalClosed()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        transportInactive()
         context.fireChannelInactive()
     }
 
+    /// The socket closed (from the pipeline or a relay).
+    func transportInactive() {
+        close(.connectionLost)
+        core.flushDirty()
+        signalClosed()
+    }
+
     func handlerRemoved(context: ChannelHandlerContext) {
-        self.context = nil
+        self.transport = nil
+        signalClosed()
+    }
+
+    /// A relayed socket was removed from its pipeline: nothing more can be written to it.
+    func relayRemoved() {
+        transport = nil
         signalClosed()
     }
 
@@ -113,7 +155,12 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        logger.debug("connection error", metadata: ["error": "\(error)"])
+        transportFailed("\(error)")
+    }
+
+    /// The socket reported an error (from the pipeline or a relay).
+    func transportFailed(_ description: String) {
+        logger.debug("connection error", metadata: ["error": "\(description)"])
         close(.connectionLost)
         core.flushDirty()
     }
@@ -376,7 +423,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
 
     /// Encodes and writes a packet without flushing.
     func write(_ packet: MQTTPacket) {
-        guard let context else { return }
+        guard let transport else { return }
         var buffer = allocator.buffer(capacity: 16)
         do {
             try MQTTPacketEncoder.encode(packet, protocolVersion: protocolVersion, into: &buffer)
@@ -386,25 +433,25 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         }
         core.statistics.messagesSent += 1
         core.statistics.bytesSent += UInt64(buffer.readableBytes)
-        context.write(wrapOutboundOut(buffer), promise: nil)
+        transport.write(buffer)
         core.markDirty(self)
     }
 
     /// Writes one outbound PUBLISH without flushing.
     func writePublish(_ delivery: OutboundDelivery) {
-        guard context != nil else { return }
+        guard transport != nil else { return }
         writeEncodedPublish(PublishEncoding.encode(delivery, allocator: allocator))
     }
 
     /// Writes an already encoded PUBLISH (shared between subscribers for QoS 0) without flushing.
     func writeEncodedPublish(_ encoded: PublishEncoding.Encoded) {
-        guard let context else { return }
+        guard let transport else { return }
         core.statistics.messagesSent += 1
         core.statistics.publishSent += 1
         core.statistics.bytesSent += UInt64(encoded.byteCount)
-        context.write(wrapOutboundOut(encoded.head), promise: nil)
+        transport.write(encoded.head)
         if let payload = encoded.payload {
-            context.write(wrapOutboundOut(payload), promise: nil)
+            transport.write(payload)
         }
         core.markDirty(self)
     }
@@ -412,7 +459,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     /// Flushes pending writes (called by the core once per batch).
     func flushNow() {
         isDirty = false
-        context?.flush()
+        transport?.flush()
     }
 
     // MARK: Closing
@@ -431,10 +478,10 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         log(reason)
         core.connectionEnded(self, reason: reason)
         will = nil
-        if let context {
+        if let transport {
             isDirty = false
-            context.flush()
-            context.close(promise: nil)
+            transport.flush()
+            transport.close()
         }
     }
 

@@ -5,8 +5,9 @@ import NIOCore
 /// All broker state: sessions, the subscription index, the retained store and the statistics.
 ///
 /// Confined to one event loop (like mosquitto's single thread): every method must be called on ``eventLoop``, and
-/// the connection handlers of every client live on that same loop, so the message path takes no locks. Nothing in
-/// here is global, so a later version can run one core per loop and route between them.
+/// the connection handlers of every client live on that same loop, so the message path takes no locks. The
+/// sockets themselves may be served on other loops (see ``ConnectionRelay``). Nothing in here is global, so a later
+/// version can run one core per loop and route between them.
 final class BrokerCore {
     /// The broker version announced on `$SYS/broker/version`.
     static let version = "mqttchat 0.1.0"
@@ -46,6 +47,11 @@ final class BrokerCore {
 
     /// The number of (client, filter) subscriptions.
     var subscriptionCount: Int { subscriptionIndex.count }
+
+    /// How many distinct event loops the open connections' sockets are served on (diagnostics and tests).
+    var socketEventLoopsInUse: Int {
+        Set(connections.values.map { ObjectIdentifier($0.socketEventLoop) }).count
+    }
 
     /// The session stored for `clientID`, if any.
     func session(forClientID clientID: String) -> BrokerSession? {

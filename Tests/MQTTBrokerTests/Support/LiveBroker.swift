@@ -1,12 +1,14 @@
 import Foundation
 import Logging
 import NIOCore
+import NIOPosix
 
 @testable import MQTTBroker
 
 /// Starts an in-process broker on an ephemeral loopback port for one test and always shuts it down.
 func withLiveBroker<T>(
     _ configure: (inout BrokerConfiguration) -> Void = { _ in },
+    eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
     _ body: (MQTTBrokerServer, SocketAddress) async throws -> T
 ) async throws -> T {
     var configuration = BrokerConfiguration()
@@ -15,7 +17,7 @@ func withLiveBroker<T>(
     configure(&configuration)
     var logger = Logger(label: "mqttchat.broker.test")
     logger.logLevel = ProcessInfo.processInfo.environment["BROKER_TEST_LOG"] == nil ? .critical : .trace
-    let server = MQTTBrokerServer(configuration: configuration, logger: logger)
+    let server = MQTTBrokerServer(configuration: configuration, logger: logger, eventLoopGroup: eventLoopGroup)
     let address = try await server.start()[0]
     do {
         let result = try await body(server, address)
