@@ -355,7 +355,7 @@ final class ClientEngine: Sendable {
     private func deliver(_ message: MQTTMessage) {
         let targets = listeners.withLock { listeners in
             listeners.streams.values.compactMap { entry in
-                entry.filter.map { TopicFilter.matches(filter: $0, topic: message.topic) } ?? true
+                entry.filter.map { MQTTTopic.matches(filter: $0, topic: message.topic) } ?? true
                     ? entry.continuation : nil
             }
         }

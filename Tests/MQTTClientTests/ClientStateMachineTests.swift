@@ -197,7 +197,7 @@ struct ClientStateMachineTests {
     }
 }
 
-@Suite("Topic filter matching")
+@Suite("Topic filter matching used by messages(matching:)")
 struct TopicFilterTests {
     @Test(arguments: [
         ("a/b", "a/b", true), ("a/+", "a/b", true), ("a/+", "a/b/c", false), ("a/#", "a", true),
@@ -205,6 +205,6 @@ struct TopicFilterTests {
         ("a/+/c", "a//c", true), ("a/b", "a/c", false),
     ])
     func matches(filter: String, topic: String, expected: Bool) {
-        #expect(TopicFilter.matches(filter: filter, topic: topic) == expected)
+        #expect(MQTTTopic.matches(filter: filter, topic: topic) == expected)
     }
 }
