@@ -14,11 +14,14 @@ public struct BrokerConfiguration: Sendable {
         public var host: String = "127.0.0.1"
         /// The TCP port; 0 binds an ephemeral port (read it back from ``MQTTBrokerServer/start()``).
         public var port: Int = 1883
+        /// [tls] Serve TLS on this listener (Sources/MQTTBroker/TLS); `nil` is plain MQTT over TCP.
+        public var tls: BrokerTLSConfiguration?
 
         /// Creates a listener description.
-        public init(host: String = "127.0.0.1", port: Int = 1883) {
+        public init(host: String = "127.0.0.1", port: Int = 1883, tls: BrokerTLSConfiguration? = nil) {
             self.host = host
             self.port = port
+            self.tls = tls
         }
     }
 

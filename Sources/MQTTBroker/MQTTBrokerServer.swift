@@ -50,7 +50,9 @@ public final class MQTTBrokerServer: Service, Sendable {
     /// Calling it again returns the same addresses. Throws if a listener cannot be bound (the others are closed).
     @discardableResult
     public func start() async throws -> [SocketAddress] {
-        try await eventLoop.flatSubmit { self.startOnLoop() }.get()
+        // [tls] One TLS context per TLS listener, built off the event loops (it reads files); throws BrokerTLSError.
+        let tlsContexts = try await TLSListenerContext.make(for: configuration.listeners)
+        return try await eventLoop.flatSubmit { self.startOnLoop(tlsContexts: tlsContexts) }.get()
     }
 
     /// Service entry point: starts if needed, runs until graceful shutdown or task cancellation, then closes the
@@ -77,7 +79,7 @@ public final class MQTTBrokerServer: Service, Sendable {
 
     // MARK: On the broker loop
 
-    private func startOnLoop() -> EventLoopFuture<[SocketAddress]> {
+    private func startOnLoop(tlsContexts: [TLSListenerContext?]) -> EventLoopFuture<[SocketAddress]> {
         if let started = state.value.startFuture { return started }
         guard !state.value.isShutDown else {
             return eventLoop.makeFailedFuture(MQTTBrokerError.alreadyShutDown)
@@ -86,23 +88,28 @@ public final class MQTTBrokerServer: Service, Sendable {
         state.value.core = core
         let boundCore = NIOLoopBound(core, eventLoop: eventLoop)
         let coreLoop = eventLoop
-        let bootstrap = ServerBootstrap(group: eventLoop, childGroup: makeSocketGroup())
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .childChannelOption(.socketOption(.so_keepalive), value: 1)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    if channel.eventLoop === coreLoop {
-                        try channel.pipeline.syncOperations.addHandler(BrokerConnectionHandler(core: boundCore.value))
-                    } else {
-                        try channel.pipeline.syncOperations.addHandler(ConnectionRelay(core: boundCore))
+        let socketGroup = makeSocketGroup()
+        let logger = self.logger
+        let binds = zip(configuration.listeners, tlsContexts).map { listener, tls in
+            ServerBootstrap(group: eventLoop, childGroup: socketGroup)
+                .serverChannelOption(.backlog, value: 256)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+                .childChannelOption(.socketOption(.so_keepalive), value: 1)
+                .childChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try tls?.addHandlers(to: channel, logger: logger)  // [tls] TLS first, MQTT behind it
+                        let identity = tls?.usesIdentityAsUsername ?? false
+                        if channel.eventLoop === coreLoop {
+                            try channel.pipeline.syncOperations.addHandler(
+                                BrokerConnectionHandler(core: boundCore.value, usesCertificateIdentity: identity))
+                        } else {
+                            try channel.pipeline.syncOperations.addHandler(
+                                ConnectionRelay(core: boundCore, usesCertificateIdentity: identity))
+                        }
                     }
                 }
-            }
-
-        let binds = configuration.listeners.map { listener in
-            bootstrap.bind(host: listener.host, port: listener.port)
+                .bind(host: listener.host, port: listener.port)
         }
         let started = EventLoopFuture.whenAllComplete(binds, on: eventLoop).flatMapThrowing { results -> [SocketAddress] in
             var channels: [any Channel] = []
@@ -121,8 +128,8 @@ public final class MQTTBrokerServer: Service, Sendable {
             }
             let addresses = channels.compactMap { $0.localAddress }
             self.state.value.boundAddresses = addresses
-            for address in addresses {
-                self.logger.info("broker listening", metadata: ["address": "\(address)"])
+            for (address, tls) in zip(addresses, tlsContexts) {
+                self.logger.info("broker listening", metadata: ["address": "\(address)", "tls": "\(tls != nil)"])
             }
             boundCore.value.startSysPublishing()
             return addresses

@@ -58,7 +58,7 @@ struct BrokerConfigParserTests {
     func errors() {
         let cases: [(String, BrokerConfigError)] = [
             ("bogus 1", .unknownOption(source: "t", line: 1, option: "bogus")),
-            ("\ncafile /x", .unsupportedOption(source: "t", line: 2, option: "cafile")),
+            ("\ncapath /x", .unsupportedOption(source: "t", line: 2, option: "capath")),
             ("persistence true", .unsupportedOption(source: "t", line: 1, option: "persistence true")),
             ("listener", .missingValue(source: "t", line: 1, option: "listener")),
             ("max_qos 1 2", .extraValues(source: "t", line: 1, option: "max_qos")),

@@ -25,6 +25,17 @@ struct TLSFiles: Sendable {
         return files
     }
 
+    /// Makes a client certificate with CN `name`, signed by this CA; returns its certificate and key files.
+    func makeClientCertificate(name: String) async throws -> (certificate: URL, key: URL) {
+        let dir = directory.path
+        let openssl = "/usr/bin/openssl"
+        try await run(openssl, ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(dir)/\(name).key",
+                          "-out", "\(dir)/\(name).csr", "-subj", "/CN=\(name)"])
+        try await run(openssl, ["x509", "-req", "-in", "\(dir)/\(name).csr", "-CA", "\(dir)/ca.crt",
+                          "-CAkey", "\(dir)/ca.key", "-CAcreateserial", "-days", "2", "-out", "\(dir)/\(name).crt"])
+        return (directory.appendingPathComponent("\(name).crt"), directory.appendingPathComponent("\(name).key"))
+    }
+
     func remove() {
         try? FileManager.default.removeItem(at: directory)
     }

@@ -36,8 +36,10 @@ struct HarnessError: Error, CustomStringConvertible {
 struct BrokerOptions: Sendable {
     /// `username → password`; when set, anonymous clients are refused.
     var users: [String: String] = [:]
-    /// Serve TLS with these files instead of plain TCP (mosquitto only: our broker has no TLS listener yet).
+    /// Serve TLS with these files instead of plain TCP (mosquitto and ours alike).
     var tls: TLSFiles?
+    /// With `tls`: clients must present a certificate signed by the test CA (`require_certificate true`).
+    var requireCertificate = false
 }
 
 /// A running broker on 127.0.0.1; `stop()` it at the end of the test.
@@ -96,7 +98,7 @@ final class RunningBroker: @unchecked Sendable {
     /// Binds a new in-process broker to the same port; retries for up to 5 s while the old socket lingers.
     private func launchOurs() async throws {
         var configuration = brokerConfiguration
-        configuration.listeners = [.init(host: "127.0.0.1", port: port)]
+        configuration.listeners = [.init(host: "127.0.0.1", port: port, tls: brokerConfiguration.listeners.first?.tls)]
         let deadline = ContinuousClock.now + .seconds(5)
         while true {
             let server = MQTTBrokerServer(configuration: configuration, logger: quietBrokerLogger)
@@ -200,6 +202,9 @@ func startBroker(kind: TestBrokerKind, options: BrokerOptions = BrokerOptions())
         if let tls = options.tls {
             config += ["cafile \(tls.caCertificate.path)", "certfile \(tls.serverCertificate.path)",
                        "keyfile \(tls.serverKey.path)"]
+            if options.requireCertificate {
+                config.append("require_certificate true")
+            }
         }
         let configFile = directory.appendingPathComponent("mosquitto.conf")
         try (config.joined(separator: "\n") + "\n").write(to: configFile, atomically: true, encoding: .utf8)
@@ -207,11 +212,13 @@ func startBroker(kind: TestBrokerKind, options: BrokerOptions = BrokerOptions())
         try await broker.launch()
         return broker
     case .mqttchat:
-        guard options.tls == nil else {
-            throw HarnessError("our broker has no TLS listener yet (it comes with the reliability/security issue)")
-        }
         var configuration = BrokerConfiguration()
-        configuration.listeners = [.init(host: "127.0.0.1", port: 0)]
+        let tls = options.tls.map {
+            BrokerTLSConfiguration(
+                certificateFile: $0.serverCertificate.path, privateKeyFile: $0.serverKey.path,
+                caFile: $0.caCertificate.path, requireCertificate: options.requireCertificate)
+        }
+        configuration.listeners = [.init(host: "127.0.0.1", port: 0, tls: tls)]
         if !options.users.isEmpty {
             configuration.allowAnonymous = false
             configuration.authenticator = PasswordTable(users: options.users)

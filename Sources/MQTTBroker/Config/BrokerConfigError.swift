@@ -11,10 +11,14 @@ public enum BrokerConfigError: Error, Sendable, Hashable, CustomStringConvertibl
     case missingValue(source: String, line: Int, option: String)
     /// The option has more values than it takes.
     case extraValues(source: String, line: Int, option: String)
-    /// The file an option names (`password_file`, `acl_file`) could not be read or parsed.
+    /// The file an option names (`password_file`, `acl_file`, `certfile`, `keyfile`, `cafile`) could not be read or
+    /// parsed.
     case invalidFile(source: String, line: Int, option: String, reason: String)
     /// A value could not be parsed or is out of range.
     case invalidValue(source: String, line: Int, option: String, value: String, expected: String)
+    /// [tls] A TLS option is outside a `listener` block or does not fit the other TLS options of its listener
+    /// (for example `certfile` without `keyfile`, `require_certificate true` without `cafile`).
+    case invalidTLSSettings(source: String, line: Int, option: String, reason: String)
 
     public var description: String {
         switch self {
@@ -32,6 +36,8 @@ public enum BrokerConfigError: Error, Sendable, Hashable, CustomStringConvertibl
             return "\(source):\(line): \(option): \(reason)"
         case .invalidValue(let source, let line, let option, let value, let expected):
             return "\(source):\(line): invalid value '\(value)' for '\(option)': expected \(expected)"
+        case .invalidTLSSettings(let source, let line, let option, let reason):
+            return "\(source):\(line): \(option) \(reason)"
         }
     }
 }

@@ -16,6 +16,9 @@ import NIOCore
 /// - `allow_anonymous` defaults to true when every listener binds loopback only (127.0.0.1, ::1, localhost) and
 ///   to false otherwise; mosquitto 2 defaults to false everywhere. Setting it explicitly always wins.
 /// - `max_connections` counts sockets across all listeners (mosquitto counts per listener).
+/// - [tls] `certfile`, `keyfile`, `cafile`, `require_certificate`, `use_identity_as_username` and `tls_version`
+///   must follow a `listener` line (mosquitto would apply them to its default listener); a TLS option without
+///   `certfile` and `keyfile` in its listener is an error; `tls_version` takes `tlsv1.2` (the default) or `tlsv1.3`.
 public enum BrokerConfigParser {
     /// Reads and parses the file at `path`.
     public static func load(path: String) throws(BrokerConfigError) -> BrokerSettings {
@@ -34,11 +37,23 @@ public enum BrokerConfigParser {
         var listeners: [BrokerConfiguration.Listener] = []
         var logTypeLevel: Logger.Level?
         var anonymousSet = false
+        var tlsDrafts: [Int: ListenerTLSDraft] = [:]  // [tls] by listener index
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = ConfigLine(rawLine, source: source, number: index + 1)
             guard let option = line.option else { continue }
             anonymousSet = anonymousSet || option == "allow_anonymous"
+            if ListenerTLSDraft.options.contains(option) {  // [tls] belongs to the listener above it
+                guard !listeners.isEmpty else {
+                    throw .invalidTLSSettings(
+                        source: source, line: line.number, option: option, reason: "must follow a listener line")
+                }
+                try tlsDrafts[listeners.count - 1, default: ListenerTLSDraft()].record(option, line)
+                continue
+            }
             try apply(option, line, to: &settings, listeners: &listeners, logTypeLevel: &logTypeLevel)
+        }
+        for (index, draft) in tlsDrafts.sorted(by: { $0.key < $1.key }) {
+            listeners[index].tls = try draft.finish()
         }
         if !listeners.isEmpty {
             settings.configuration.listeners = listeners
@@ -59,10 +74,9 @@ public enum BrokerConfigParser {
 
     /// Options refused until the broker implements them.
     static let notYetSupported: Set<String> = [
-        "persistence_location", "autosave_interval", "cafile", "capath",
-        "certfile", "keyfile", "require_certificate", "tls_version", "max_queued_bytes",
+        "persistence_location", "autosave_interval", "capath", "max_queued_bytes",
         "bind_address", "bind_interface", "protocol", "mount_point", "include_dir", "plugin", "auth_plugin",
-        "psk_file", "use_identity_as_username", "allow_zero_length_clientid", "persistent_client_expiration",
+        "psk_file", "use_subject_as_username", "allow_zero_length_clientid", "persistent_client_expiration",
         "message_size_limit", "upgrade_outgoing_qos", "socket_domain", "http_dir", "websockets_log_level",
         "per_listener_settings", "connection", "address",
     ]

@@ -23,6 +23,11 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     private var timer: Scheduled<Void>?
     private let closePromise: EventLoopPromise<Void>
     private var protocolVersion: MQTTProtocolVersion = .v3_1_1
+    /// [tls] The listener takes the user name from the client certificate (`use_identity_as_username`); CONNECT's
+    /// user name and password are then ignored and the core skips password authentication.
+    let usesCertificateIdentity: Bool
+    /// [tls] The certificate identity, delivered by the TLS layer after the handshake, before any MQTT byte.
+    private var certificateIdentity: TLSClientIdentity?
 
     /// The session attached by a successful CONNECT; set and cleared by the core.
     var session: BrokerSession?
@@ -44,8 +49,9 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         }
     }
 
-    init(core: BrokerCore) {
+    init(core: BrokerCore, usesCertificateIdentity: Bool = false) {
         self.core = core
+        self.usesCertificateIdentity = usesCertificateIdentity
         self.logger = core.logger
         self.decoder = MQTTPacketDecoder(maximumPacketSize: core.configuration.maxPacketSize)
         self.stateMachine = ConnectionStateMachine(acceptedAt: core.eventLoop.now, connectTimeout: core.configuration.connectTimeout)
@@ -53,8 +59,8 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     }
 
     /// A handler for a socket served on another event loop, through a ``ConnectionRelay``; starts at once.
-    convenience init(core: BrokerCore, relayedChannel: any Channel) {
-        self.init(core: core)
+    convenience init(core: BrokerCore, relayedChannel: any Channel, usesCertificateIdentity: Bool = false) {
+        self.init(core: core, usesCertificateIdentity: usesCertificateIdentity)
         self.transport = .relayed(RelayedChannel(channel: relayedChannel))
         self.allocator = relayedChannel.allocator
         if let remote = relayedChannel.remoteAddress {
@@ -154,6 +160,18 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         closePromise.succeed(())
     }
 
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let identity = event as? TLSClientIdentity {
+            certificateIdentified(identity)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// [tls] The TLS handshake verified the client certificate (from the pipeline or a relay).
+    func certificateIdentified(_ identity: TLSClientIdentity) {
+        certificateIdentity = identity
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         transportFailed("\(error)")
     }
@@ -231,6 +249,16 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
 
     private func handleConnect(_ connect: ConnectPacket) {
         protocolVersion = connect.protocolVersion
+        var connect = connect
+        if usesCertificateIdentity {  // [tls] use_identity_as_username: the certificate's CN is the user name
+            guard let identified = certificateIdentity?.applied(to: connect) else {
+                logger.notice("CONNECT refused: client certificate has no common name to use as user name")
+                write(.connack(ConnAckPacket(sessionPresent: false, returnCode: .notAuthorized)))
+                close(.connectRejected(.notAuthorized))
+                return
+            }
+            connect = identified
+        }
         switch core.connect(connect, connection: self) {
         case .rejected(let code):
             write(.connack(ConnAckPacket(sessionPresent: false, returnCode: code)))

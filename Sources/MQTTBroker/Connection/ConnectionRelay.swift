@@ -19,9 +19,12 @@ final class ConnectionRelay: ChannelInboundHandler {
     private var batchesInFlight = 0
     private var readingPaused = false
     private var context: ChannelHandlerContext?
+    /// [tls] Whether the listener uses the client certificate's CN as user name.
+    private let usesCertificateIdentity: Bool
 
-    init(core: NIOLoopBound<BrokerCore>) {
+    init(core: NIOLoopBound<BrokerCore>, usesCertificateIdentity: Bool = false) {
         self.core = core
+        self.usesCertificateIdentity = usesCertificateIdentity
         self.handler = NIOLoopBoundBox.makeEmptyBox(valueType: BrokerConnectionHandler.self, eventLoop: core.eventLoop)
     }
 
@@ -30,9 +33,22 @@ final class ConnectionRelay: ChannelInboundHandler {
         let channel = context.channel
         let core = self.core
         let handler = self.handler
+        let usesCertificateIdentity = self.usesCertificateIdentity
         core.eventLoop.execute {
-            handler.value = BrokerConnectionHandler(core: core.value, relayedChannel: channel)
+            handler.value = BrokerConnectionHandler(
+                core: core.value, relayedChannel: channel, usesCertificateIdentity: usesCertificateIdentity)
         }
+    }
+
+    /// [tls] The certificate identity goes over like a read batch, so it arrives before the first MQTT bytes.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let identity = event as? TLSClientIdentity {
+            let handler = self.handler
+            core.eventLoop.execute {
+                handler.value?.certificateIdentified(identity)
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -88,7 +88,8 @@ final class BrokerCore {
             guard packet.cleanSession else { return .rejected(.identifierRejected) }
             clientID = assignClientID()
         }
-        if let refusal = authenticate(packet, clientID: clientID) {
+        // [tls] use_identity_as_username: the verified client certificate authenticated the client.
+        if !connection.usesCertificateIdentity, let refusal = authenticate(packet, clientID: clientID) {
             return .rejected(refusal)
         }
 
