@@ -158,6 +158,9 @@ final class BrokerCore {
     /// once per session at `min(message QoS, highest granted QoS)` (MQTT-3.3.5-1), with RETAIN cleared
     /// (MQTT-3.3.1-9). An empty retained message deletes the stored one and is still forwarded.
     func route(_ message: BrokerMessage) {
+        // QoS 1/2 and retained messages may be kept (in flight, queued, retained): not as slices of a read buffer.
+        let mayBeKept = message.qos != .atMostOnce || message.retain || configuration.queueQoS0Messages
+        let message = mayBeKept ? message.compactedForKeeping() : message
         if message.retain {
             retainedStore.apply(message)
         }

@@ -155,3 +155,21 @@ struct AvailableCoresTests {
         #expect((1...System.coreCount).contains(AvailableCores.count))
     }
 }
+
+@Suite("BrokerMessage")
+struct BrokerMessageTests {
+    @Test("a kept message does not pin the read buffer its payload was sliced from")
+    func compactionCopiesSmallSlicesOfLargeBuffers() throws {
+        var readBuffer = ByteBufferAllocator().buffer(capacity: 65536)
+        readBuffer.writeRepeatingByte(0x41, count: 60000)
+        let slice = try #require(readBuffer.getSlice(at: 100, length: 16))
+        let message = BrokerMessage(topic: "t", payload: slice, qos: .atLeastOnce, retain: false)
+        #expect(message.payload.storageCapacity >= 65536)
+        let kept = message.compactedForKeeping()
+        #expect(kept.payload == slice)
+        #expect(kept.payload.storageCapacity <= 16 + BrokerMessage.compactionSlack)
+
+        let tight = BrokerMessage(topic: "t", payload: ByteBuffer(string: "own storage"), qos: .atLeastOnce, retain: false)
+        #expect(tight.compactedForKeeping().payload.storageCapacity == tight.payload.storageCapacity)
+    }
+}
