@@ -7,8 +7,9 @@
 #   env: MQTTCHAT_BIN=path (skip the build and use this binary)
 #
 # Runs: fan-out 1->10, pairs 10->10, fan-in 10->1 at QoS 0, 1, 2 (fixed duration each), a fixed-rate latency
-# run (pairs 10->10, QoS 1, 5,000 msg/s in total), and an idle-connections run (connect rate, broker memory per
-# connection). Brokers are run alternately for every run of every repetition. When our broker cannot be built
+# run (pairs 10->10, QoS 1, 5,000 msg/s in total), and an idle-connections run (19,000 connections, 2,000 with
+# --quick, on a freshly started broker: connect rate and broker memory per connection). Brokers are run
+# alternately for every run of every repetition. When our broker cannot be built
 # or started, its column says n/a and the mosquitto side still runs.
 # Bounded: every run has a timeout; every broker started is stopped on exit.
 set -euo pipefail
@@ -30,10 +31,17 @@ while [ $# -gt 0 ]; do
   shift
 done
 
+# Idle connections: the broker and the load generator each hold one descriptor per connection; raise the soft
+# limit to the hard one (20,000 on the project's machines) and stay 1,000 below it.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+FD_LIMIT="$(ulimit -n)"
 if [ "$QUICK" = 1 ]; then
-  DURATION=1.5; LATENCY_DURATION=2; IDLE_CONNECTIONS=500
+  DURATION=1.5; LATENCY_DURATION=2; IDLE_CONNECTIONS=2000
 else
-  DURATION=5; LATENCY_DURATION=5; IDLE_CONNECTIONS=2000
+  DURATION=5; LATENCY_DURATION=5; IDLE_CONNECTIONS=19000
+fi
+if [ "$FD_LIMIT" != unlimited ] && [ "$IDLE_CONNECTIONS" -gt $((FD_LIMIT - 1000)) ]; then
+  IDLE_CONNECTIONS=$((FD_LIMIT - 1000))
 fi
 INFLIGHT=20          # = max_inflight_messages below: mosquitto drops QoS 2 beyond it (see LoadGenConfig.inflight)
 RUN_TIMEOUT=90       # hard limit per bench invocation, seconds
@@ -148,7 +156,6 @@ for qos in 0 1 2; do
   RUNS+=("fanin-q$qos|--scenario fanin --publishers 10 --subscribers 1 --qos $qos --duration $DURATION")
 done
 RUNS+=("latency-5k|--scenario pairs --publishers 10 --subscribers 10 --qos 1 --rate 5000 --duration $LATENCY_DURATION")
-RUNS+=("idle|--scenario idle --connections $IDLE_CONNECTIONS")
 
 RESULTS="$TMP/results.tsv"
 : > "$RESULTS"
@@ -184,10 +191,34 @@ for rep in $(seq 1 "$REPEAT"); do
   done
 done
 
+# --- idle connections, on freshly started brokers --------------------------------------------------------------
+# After the throughput runs a broker's heap holds freed memory that new connections reuse, which would hide their
+# cost; so each idle run gets a new broker process, and the memory is its VmRSS growth while the connections open.
+stop_pid() {  # $1 = pid; SIGTERM, then SIGKILL after 5 s
+  kill "$1" 2>/dev/null || true
+  for _ in $(seq 1 50); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+  kill -9 "$1" 2>/dev/null || true
+}
+[ "$OURS_OK" = 1 ] && stop_pid "$OURS_PID"
+[ "$MOSQ_OK" = 1 ] && stop_pid "$MOSQ_PID"
+IDLE_ARGS="--scenario idle --connections $IDLE_CONNECTIONS"
+for rep in $(seq 1 "$REPEAT"); do
+  echo "[rep $rep/$REPEAT] idle ($IDLE_CONNECTIONS connections, fresh brokers)" >&2
+  if [ "$OURS_OK" = 1 ] && start_ours; then
+    run_one ours "$OURS_PORT" "$OURS_PID" idle "$IDLE_ARGS"
+    stop_pid "$OURS_PID"
+  fi
+  if [ "$MOSQ_OK" = 1 ] && start_mosquitto; then
+    run_one mosquitto "$MOSQ_PORT" "$MOSQ_PID" idle "$IDLE_ARGS"
+    stop_pid "$MOSQ_PID"
+  fi
+done
+
 # --- summary ------------------------------------------------------------------------------------------------
 echo
 echo "Broker comparison: medians of $REPEAT repetition(s); $PINNING."
 echo "Limits for both: max_inflight_messages $INFLIGHT, max_queued_messages 100000 (mosquitto also set_tcp_nodelay true)."
+echo "Idle: $IDLE_CONNECTIONS connections per run, each run on a freshly started broker."
 python3 - "$RESULTS" <<'PY'
 import json, statistics, sys
 from collections import OrderedDict

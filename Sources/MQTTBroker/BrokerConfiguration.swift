@@ -66,8 +66,9 @@ public struct BrokerConfiguration: Sendable {
     /// How many event loops serve client sockets (reads, writes and system calls); accepted connections are spread
     /// over them. 1 keeps every socket on the broker core's loop. When the server's event loop group has exactly
     /// this many loops its loops are used, otherwise the broker runs a group of this size itself. The broker's
-    /// state and routing stay on one loop. Values below 1 count as 1.
-    public var eventLoopCount: Int = System.coreCount
+    /// state and routing stay on one loop. Values below 1 count as 1. The default is the number of cores the
+    /// process may run on (its CPU affinity, e.g. under `taskset`, and cgroup limits).
+    public var eventLoopCount: Int = AvailableCores.count
 
     /// Creates the default configuration.
     public init() {}

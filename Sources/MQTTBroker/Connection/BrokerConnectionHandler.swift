@@ -119,15 +119,8 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         decodeAvailablePackets()
     }
 
-    func channelReadComplete(context: ChannelHandlerContext) {
-        readComplete()
-        context.fireChannelReadComplete()
-    }
-
-    /// The end of a read batch: flush everything the batch wrote, once.
-    func readComplete() {
-        core.flushDirty()
-    }
+    // No channelReadComplete: what a read batch writes is flushed at the end of the loop tick, together with what
+    // the other sockets' reads of that tick wrote (BrokerCore.markDirty).
 
     func channelInactive(context: ChannelHandlerContext) {
         transportInactive()
@@ -193,6 +186,8 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
                 cumulation = buffer
             }
         }
+        // One clock read per batch: the keepalive only needs to know that the client was heard from in this batch.
+        let now = core.eventLoop.now
         while stateMachine.isOpen {
             let packet: MQTTPacket?
             do {
@@ -202,7 +197,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
                 return
             }
             guard let packet else { return }
-            handle(packet)
+            handle(packet, receivedAt: now)
         }
     }
 
@@ -217,8 +212,8 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
 
     // MARK: Dispatch
 
-    private func handle(_ packet: MQTTPacket) {
-        switch stateMachine.packetReceived(packet.type, now: core.eventLoop.now) {
+    private func handle(_ packet: MQTTPacket, receivedAt now: NIODeadline) {
+        switch stateMachine.packetReceived(packet.type, now: now) {
         case .ignore:
             return
         case .close(let reason):
@@ -449,44 +444,99 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
 
     // MARK: Writing
 
+    /// Small packets written since the last hand-over to the transport, coalesced into one buffer: the acks and
+    /// PUBLISHes of one batch leave as one write instead of one buffer (and one allocation) each.
+    private var output: ByteBuffer?
+    /// Coalesced output above this size is handed to the transport at once, so one burst cannot grow it unbounded.
+    static let outputHandOverThreshold = 64 * 1024
+
+    /// The coalescing buffer, allocated on first use after each hand-over.
+    private func withOutput(_ body: (inout ByteBuffer) -> Void) {
+        var buffer = output ?? allocator.buffer(capacity: 1024)
+        output = nil
+        body(&buffer)
+        output = buffer
+        if buffer.readableBytes >= Self.outputHandOverThreshold {
+            handOverOutput()
+        }
+    }
+
+    /// Hands the coalesced bytes to the transport (not flushed).
+    private func handOverOutput() {
+        guard let buffer = output else { return }
+        output = nil
+        guard buffer.readableBytes > 0, let transport else { return }
+        transport.write(buffer)
+    }
+
     /// Encodes and writes a packet without flushing.
     func write(_ packet: MQTTPacket) {
-        guard let transport else { return }
-        var buffer = allocator.buffer(capacity: 16)
-        do {
-            try MQTTPacketEncoder.encode(packet, protocolVersion: protocolVersion, into: &buffer)
-        } catch {
-            logger.error("could not encode outgoing packet", metadata: ["packet": "\(packet.type)", "error": "\(error)"])
-            return
+        guard transport != nil else { return }
+        var written = 0
+        withOutput { buffer in
+            let start = buffer.writerIndex
+            do {
+                try MQTTPacketEncoder.encode(packet, protocolVersion: protocolVersion, into: &buffer)
+            } catch {
+                buffer.moveWriterIndex(to: start)
+                logger.error("could not encode outgoing packet", metadata: ["packet": "\(packet.type)", "error": "\(error)"])
+                return
+            }
+            written = buffer.writerIndex - start
         }
+        guard written > 0 else { return }
         core.statistics.messagesSent += 1
-        core.statistics.bytesSent += UInt64(buffer.readableBytes)
-        transport.write(buffer)
+        core.statistics.bytesSent += UInt64(written)
         core.markDirty(self)
     }
 
-    /// Writes one outbound PUBLISH without flushing.
+    /// Writes one outbound PUBLISH without flushing: encoded straight into the coalescing buffer, with a large
+    /// payload written behind it as its own (shared, not copied) buffer.
     func writePublish(_ delivery: OutboundDelivery) {
-        guard transport != nil else { return }
-        writeEncodedPublish(PublishEncoding.encode(delivery, allocator: allocator))
-    }
-
-    /// Writes an already encoded PUBLISH (shared between subscribers for QoS 0) without flushing.
-    func writeEncodedPublish(_ encoded: PublishEncoding.Encoded) {
         guard let transport else { return }
-        core.statistics.messagesSent += 1
-        core.statistics.publishSent += 1
-        core.statistics.bytesSent += UInt64(encoded.byteCount)
-        transport.write(encoded.head)
-        if let payload = encoded.payload {
+        let payload = delivery.message.payload
+        let inline = payload.readableBytes <= PublishEncoding.inlinePayloadLimit
+        var headerBytes = 0
+        withOutput { buffer in
+            let start = buffer.writerIndex
+            PublishEncoding.writeHeader(of: delivery, into: &buffer)
+            if inline {
+                buffer.writeImmutableBuffer(payload)
+            }
+            headerBytes = buffer.writerIndex - start
+        }
+        if !inline {
+            handOverOutput()
             transport.write(payload)
         }
+        notePublishWritten(bytes: headerBytes + (inline ? 0 : payload.readableBytes))
+    }
+
+    /// Writes an already encoded PUBLISH (shared between subscribers for QoS 0) without flushing. A small one is
+    /// copied into the coalescing buffer; a large one goes out as its shared buffers.
+    func writeEncodedPublish(_ encoded: PublishEncoding.Encoded) {
+        guard let transport else { return }
+        if let payload = encoded.payload {
+            handOverOutput()
+            transport.write(encoded.head)
+            transport.write(payload)
+        } else {
+            withOutput { $0.writeImmutableBuffer(encoded.head) }
+        }
+        notePublishWritten(bytes: encoded.byteCount)
+    }
+
+    private func notePublishWritten(bytes: Int) {
+        core.statistics.messagesSent += 1
+        core.statistics.publishSent += 1
+        core.statistics.bytesSent += UInt64(bytes)
         core.markDirty(self)
     }
 
     /// Flushes pending writes (called by the core once per batch).
     func flushNow() {
         isDirty = false
+        handOverOutput()
         transport?.flush()
     }
 
@@ -508,6 +558,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         will = nil
         if let transport {
             isDirty = false
+            handOverOutput()
             transport.flush()
             transport.close()
         }

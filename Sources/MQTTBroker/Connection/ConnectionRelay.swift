@@ -72,7 +72,6 @@ final class ConnectionRelay: ChannelInboundHandler {
                 for bytes in batch {
                     connection.received(bytes)
                 }
-                connection.readComplete()
             }
             relay.eventLoop.execute {
                 relay.value.batchProcessed()

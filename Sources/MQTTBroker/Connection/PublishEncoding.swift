@@ -20,33 +20,39 @@ enum PublishEncoding {
         var byteCount: Int { head.readableBytes + (payload?.readableBytes ?? 0) }
     }
 
-    /// Encodes `delivery` for a 3.1/3.1.1 client.
+    /// Encodes `delivery` for a 3.1/3.1.1 client into buffers of its own (to share between subscribers).
     static func encode(_ delivery: OutboundDelivery, allocator: ByteBufferAllocator) -> Encoded {
         let topicLength = delivery.message.topic.utf8.count
         let payloadLength = delivery.message.payload.readableBytes
-        let idLength = delivery.packetID == nil ? 0 : 2
-        let remainingLength = 2 + topicLength + idLength + payloadLength
         let inline = payloadLength <= inlinePayloadLimit
+        var head = allocator.buffer(capacity: 5 + 2 + topicLength + 2 + (inline ? payloadLength : 0))
+        writeHeader(of: delivery, into: &head)
+        if inline {
+            head.writeImmutableBuffer(delivery.message.payload)
+            return Encoded(head: head, payload: nil)
+        }
+        return Encoded(head: head, payload: delivery.message.payload)
+    }
+
+    /// Appends everything of `delivery`'s PUBLISH but the payload to `buffer`: fixed header, topic and packet
+    /// identifier. The payload's bytes must follow.
+    static func writeHeader(of delivery: OutboundDelivery, into buffer: inout ByteBuffer) {
+        let topicLength = delivery.message.topic.utf8.count
+        let idLength = delivery.packetID == nil ? 0 : 2
+        let remainingLength = 2 + topicLength + idLength + delivery.message.payload.readableBytes
 
         var flags: UInt8 = PacketType.publish.rawValue << 4
         flags |= delivery.qos.rawValue << 1
         if delivery.dup { flags |= 0x08 }
         if delivery.retain { flags |= 0x01 }
 
-        var head = allocator.buffer(capacity: 5 + 2 + topicLength + idLength + (inline ? payloadLength : 0))
-        head.writeInteger(flags)
-        writeRemainingLength(remainingLength, into: &head)
-        head.writeInteger(UInt16(truncatingIfNeeded: topicLength))
-        head.writeString(delivery.message.topic)
+        buffer.writeInteger(flags)
+        writeRemainingLength(remainingLength, into: &buffer)
+        buffer.writeInteger(UInt16(truncatingIfNeeded: topicLength))
+        buffer.writeString(delivery.message.topic)
         if let packetID = delivery.packetID {
-            head.writeInteger(packetID)
+            buffer.writeInteger(packetID)
         }
-        if inline {
-            var payload = delivery.message.payload
-            head.writeBuffer(&payload)
-            return Encoded(head: head, payload: nil)
-        }
-        return Encoded(head: head, payload: delivery.message.payload)
     }
 
     /// Writes the fixed header's variable-length "remaining length" (MQTT 3.1.1 section 2.2.3).

@@ -159,21 +159,22 @@ final class BrokerCore {
     /// once per session at `min(message QoS, highest granted QoS)` (MQTT-3.3.5-1), with RETAIN cleared
     /// (MQTT-3.3.1-9). An empty retained message deletes the stored one and is still forwarded.
     func route(_ message: BrokerMessage) {
+        // QoS 1/2 and retained messages may be kept (in flight, queued, retained): not as slices of a read buffer.
+        let mayBeKept = message.qos != .atMostOnce || message.retain || configuration.queueQoS0Messages
+        let message = mayBeKept ? message.compactedForKeeping() : message
         if message.retain {
             retainedStore.apply(message)
         }
-        let matches = subscriptionIndex.matches(topic: message.topic)
-        guard !matches.isEmpty else { return }
         var forwarded = message
         forwarded.retain = false
         var sharedQoS0: PublishEncoding.Encoded?
-        for (key, grantedQoS) in matches {
-            guard let session = sessionsByKey[key] else { continue }
-            guard session.accessPolicy.mayReceive(message.topic) else { continue }  // [auth] read ACL per message
+        subscriptionIndex.forEachMatch(topic: message.topic) { key, grantedQoS in
+            guard let session = sessionsByKey[key] else { return }
+            guard session.accessPolicy.mayReceive(message.topic) else { return }  // [auth] read ACL per message
             let qos = min(message.qos, grantedQoS)
             switch session.outbound.enqueue(forwarded, qos: qos, retain: false) {
             case .send(let delivery):
-                guard let connection = session.connection else { continue }
+                guard let connection = session.connection else { return }
                 if delivery.qos == .atMostOnce {
                     // Every QoS 0 copy is byte-identical: encode once, share the buffers.
                     let encoded = sharedQoS0 ?? PublishEncoding.encode(delivery, allocator: connection.allocator)
@@ -183,7 +184,7 @@ final class BrokerCore {
                     connection.writePublish(delivery)
                 }
             case .queued, .discarded:
-                continue
+                return
             case .dropped:
                 noteDropped(session)
             }
@@ -244,14 +245,26 @@ final class BrokerCore {
 
     // MARK: Flushing
 
-    /// Remembers that `connection` has unflushed writes.
+    /// Whether a flush of the dirty connections is already scheduled for the end of this loop tick.
+    private var flushScheduled = false
+
+    /// Remembers that `connection` has unflushed writes and makes sure they are flushed at the end of the current
+    /// event-loop tick: NIO runs tasks after the I/O events of a tick, so everything the reads of every socket in
+    /// one tick wrote to a connection (acks, and in fan-in the messages of many publishers for one subscriber) leaves
+    /// in one flush, i.e. one `writev`.
     func markDirty(_ connection: BrokerConnectionHandler) {
         guard !connection.isDirty else { return }
         connection.isDirty = true
         dirtyConnections.append(connection)
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        eventLoop.assumeIsolated().execute { [self] in
+            flushScheduled = false
+            flushDirty()
+        }
     }
 
-    /// Flushes every connection written to since the last call: once per read batch, not once per packet.
+    /// Flushes every connection written to since the last call.
     func flushDirty() {
         guard !dirtyConnections.isEmpty else { return }
         let pending = dirtyConnections

@@ -6,10 +6,31 @@ import NIOCore
 struct BrokerMessage: Sendable, Hashable {
     /// The topic name the message was published to.
     var topic: String
-    /// The payload; a slice of the buffer it arrived in, never copied while routing.
+    /// The payload: a slice of the buffer it arrived in, or its own copy once the message is kept (see
+    /// ``compactedForKeeping()``).
     var payload: ByteBuffer
     /// The QoS it was published with; each delivery uses `min(qos, granted QoS)`.
     var qos: QoS
     /// The RETAIN flag it was published with.
     var retain: Bool
+
+    /// Slack above which a kept payload is copied out of the buffer it arrived in.
+    static let compactionSlack = 256
+
+    /// The message with a payload that owns no more storage than it needs.
+    ///
+    /// A decoded payload is a slice of the socket's read buffer, and a slice keeps the whole buffer alive (up to
+    /// 64 KiB, shared with every packet of that read). A message delivered at once lets go of it within the loop
+    /// tick, but one that is kept — queued for a session, in flight awaiting an acknowledgement, retained — would pin
+    /// the read buffer for as long as it is kept, and make `max_queued_*` bounds understate the memory they allow.
+    /// Such messages get their own exact-size copy (a copy of the payload's bytes, once per publish, not per
+    /// subscriber).
+    func compactedForKeeping() -> BrokerMessage {
+        guard payload.storageCapacity > payload.readableBytes + Self.compactionSlack else { return self }
+        var copy = self
+        var buffer = ByteBufferAllocator().buffer(capacity: payload.readableBytes)
+        buffer.writeImmutableBuffer(payload)
+        copy.payload = buffer
+        return copy
+    }
 }

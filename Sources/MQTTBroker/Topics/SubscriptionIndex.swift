@@ -48,11 +48,49 @@ final class SubscriptionIndex<Subscriber: Hashable> {
     /// filters (MQTT-3.3.5-1). Filters starting with a wildcard never match topics starting with `$` (MQTT-4.7.2-1).
     func matches(topic: String) -> [Subscriber: QoS] {
         var result: [Subscriber: QoS] = [:]
-        let levels = topic.split(separator: "/", omittingEmptySubsequences: false)
-        let isDollarTopic = topic.first == "$"
-        Self.collect(root, levels: levels, index: 0, wildcardsAllowed: !isDollarTopic, into: &result)
+        forEachMatch(topic: topic) { subscriber, qos in result[subscriber] = qos }
         return result
     }
+
+    /// Calls `body` once per subscriber whose filters match `topic`, with the highest QoS among its matching
+    /// filters: the same answer as ``matches(topic:)`` without building a dictionary.
+    ///
+    /// The routing hot path: the topic is walked level by level in place (no split into an array) and the matching
+    /// nodes are collected into a scratch array the index keeps between calls. When one node matches (the usual
+    /// case: one filter per subscriber) its subscribers are visited directly; only overlapping matches are merged
+    /// into a dictionary. `body` may call back into the index; such a nested call just allocates its own scratch.
+    func forEachMatch(topic: String, _ body: (Subscriber, QoS) -> Void) {
+        var nodes = scratchNodes
+        scratchNodes = []
+        defer {
+            nodes.removeAll(keepingCapacity: true)
+            scratchNodes = nodes
+        }
+        let wildcardsAllowed = topic.utf8.first != UInt8(ascii: "$")
+        Self.collect(root, topic: topic, levelStart: topic.utf8.startIndex, wildcardsAllowed: wildcardsAllowed, into: &nodes)
+        switch nodes.count {
+        case 0:
+            return
+        case 1:
+            for (subscriber, qos) in nodes[0].subscribers {
+                body(subscriber, qos)
+            }
+        default:
+            var merged: [Subscriber: QoS] = [:]
+            for node in nodes {
+                for (subscriber, qos) in node.subscribers {
+                    if let existing = merged[subscriber], existing >= qos { continue }
+                    merged[subscriber] = qos
+                }
+            }
+            for (subscriber, qos) in merged {
+                body(subscriber, qos)
+            }
+        }
+    }
+
+    /// Matched nodes of the last ``forEachMatch(topic:_:)``, kept for their capacity.
+    private var scratchNodes: [Node] = []
 
     private static func child(of node: Node, for level: Substring) -> Node {
         switch level {
@@ -94,29 +132,27 @@ final class SubscriptionIndex<Subscriber: Hashable> {
         return true
     }
 
+    /// Collects the nodes with subscribers whose filters match the topic levels from `levelStart` on (nil: the
+    /// levels are used up). A topic of n separators has n + 1 levels, empty ones included ("a//b", "/a", "a/").
     private static func collect(
-        _ node: Node, levels: [Substring], index: Int, wildcardsAllowed: Bool, into result: inout [Subscriber: QoS]
+        _ node: Node, topic: String, levelStart: String.Index?, wildcardsAllowed: Bool, into nodes: inout [Node]
     ) {
         // "a/#" matches "a" itself and everything below it.
-        if wildcardsAllowed, let hash = node.hash {
-            add(hash.subscribers, into: &result)
+        if wildcardsAllowed, let hash = node.hash, !hash.subscribers.isEmpty {
+            nodes.append(hash)
         }
-        guard index < levels.count else {
-            add(node.subscribers, into: &result)
+        guard let levelStart else {
+            if !node.subscribers.isEmpty { nodes.append(node) }
             return
         }
-        if let next = node.children[levels[index]] {
-            collect(next, levels: levels, index: index + 1, wildcardsAllowed: true, into: &result)
+        let utf8 = topic.utf8
+        let levelEnd = utf8[levelStart...].firstIndex(of: UInt8(ascii: "/")) ?? utf8.endIndex
+        let nextLevelStart = levelEnd == utf8.endIndex ? nil : utf8.index(after: levelEnd)
+        if let next = node.children[topic[levelStart..<levelEnd]] {
+            collect(next, topic: topic, levelStart: nextLevelStart, wildcardsAllowed: true, into: &nodes)
         }
         if wildcardsAllowed, let plus = node.plus {
-            collect(plus, levels: levels, index: index + 1, wildcardsAllowed: true, into: &result)
-        }
-    }
-
-    private static func add(_ subscribers: [Subscriber: QoS], into result: inout [Subscriber: QoS]) {
-        for (subscriber, qos) in subscribers {
-            if let existing = result[subscriber], existing >= qos { continue }
-            result[subscriber] = qos
+            collect(plus, topic: topic, levelStart: nextLevelStart, wildcardsAllowed: true, into: &nodes)
         }
     }
 }

@@ -64,6 +64,42 @@ struct SubscriptionIndexTests {
     }
 }
 
+extension SubscriptionIndexTests {
+    @Test("the trie agrees with the reference matcher on every filter x topic pair, empty levels included")
+    func agreesWithReferenceMatcher() {
+        let filters = [
+            "#", "+", "+/+", "/+", "+/", "a", "a/", "a/#", "a/+", "a/+/c", "a//c", "a/+/#", "/", "//", "+/#",
+            "a/b/c", "a/b/c/#", "$SYS/#", "$SYS/+", "+/b/+", "a/b", "b", "/a", "/#", "a/+/+",
+        ]
+        let topics = [
+            "a", "a/", "a/b", "a/b/c", "a/b/c/d", "a//c", "/a", "/", "//", "b", "b/x", "$SYS/x", "$SYS", "/a/b",
+            "a/b/", "x/b/y", "\u{00E9}/a", "a/\u{00E9}",
+        ]
+        let index = SubscriptionIndex<String>()
+        for filter in filters {
+            index.subscribe(filter, to: filter, qos: .atMostOnce)
+        }
+        for topic in topics {
+            var visited: [String] = []
+            index.forEachMatch(topic: topic) { subscriber, _ in visited.append(subscriber) }
+            let expected = Set(filters.filter { MQTTTopic.matches(filter: $0, topic: topic) })
+            #expect(Set(visited) == expected, "topic \(topic)")
+            #expect(visited.count == expected.count, "each subscriber once for \(topic)")
+        }
+    }
+
+    @Test("a subscriber matched by several filters is visited once, at its highest QoS")
+    func forEachMatchMergesOverlaps() {
+        let index = SubscriptionIndex<String>()
+        index.subscribe("a", to: "x/#", qos: .atLeastOnce)
+        index.subscribe("a", to: "x/y", qos: .atMostOnce)
+        index.subscribe("b", to: "x/y", qos: .exactlyOnce)
+        var visits: [String: [QoS]] = [:]
+        index.forEachMatch(topic: "x/y") { visits[$0, default: []].append($1) }
+        #expect(visits == ["a": [.atLeastOnce], "b": [.exactlyOnce]])
+    }
+}
+
 @Suite("RetainedStore")
 struct RetainedStoreTests {
     func retained(_ topic: String, _ payload: String, qos: QoS = .atMostOnce) -> BrokerMessage {
@@ -99,5 +135,41 @@ struct RetainedStoreTests {
         #expect(topics("+/broker/uptime").isEmpty)
         #expect(topics("$SYS/#") == ["$SYS/broker/uptime"])
         #expect(topics("a/b") == ["a/b"])
+    }
+}
+
+@Suite("AvailableCores")
+struct AvailableCoresTests {
+    @Test("Cpus_allowed_list is counted: single CPUs, ranges and lists; malformed lines give nil")
+    func parsesAllowedList() {
+        #expect(AvailableCores.allowedCPUCount(statusText: "Name:\tx\nCpus_allowed_list:\t0\n") == 1)
+        #expect(AvailableCores.allowedCPUCount(statusText: "Cpus_allowed_list:\t0-1\n") == 2)
+        #expect(AvailableCores.allowedCPUCount(statusText: "Cpus_allowed_list:\t0-3,8,10-11\n") == 7)
+        #expect(AvailableCores.allowedCPUCount(statusText: "Cpus_allowed_list:\t3-1\n") == nil)
+        #expect(AvailableCores.allowedCPUCount(statusText: "Cpus_allowed_list:\tx\n") == nil)
+        #expect(AvailableCores.allowedCPUCount(statusText: "Name:\tx\n") == nil)
+    }
+
+    @Test("the live count is between 1 and the machine's core count")
+    func liveCount() {
+        #expect((1...System.coreCount).contains(AvailableCores.count))
+    }
+}
+
+@Suite("BrokerMessage")
+struct BrokerMessageTests {
+    @Test("a kept message does not pin the read buffer its payload was sliced from")
+    func compactionCopiesSmallSlicesOfLargeBuffers() throws {
+        var readBuffer = ByteBufferAllocator().buffer(capacity: 65536)
+        readBuffer.writeRepeatingByte(0x41, count: 60000)
+        let slice = try #require(readBuffer.getSlice(at: 100, length: 16))
+        let message = BrokerMessage(topic: "t", payload: slice, qos: .atLeastOnce, retain: false)
+        #expect(message.payload.storageCapacity >= 65536)
+        let kept = message.compactedForKeeping()
+        #expect(kept.payload == slice)
+        #expect(kept.payload.storageCapacity <= 16 + BrokerMessage.compactionSlack)
+
+        let tight = BrokerMessage(topic: "t", payload: ByteBuffer(string: "own storage"), qos: .atLeastOnce, retain: false)
+        #expect(tight.compactedForKeeping().payload.storageCapacity == tight.payload.storageCapacity)
     }
 }
