@@ -66,25 +66,37 @@ def wait_sys(port: int, topic: str, predicate, timeout: float = 8.0) -> dict[str
     raise AssertionError(f"{topic} never satisfied the condition: {values.get(topic)!r}\n{values}")
 
 
-def start_mqttchat(tmp_path, **options) -> Broker:
+@pytest.fixture
+def start_mqttchat(tmp_path):
+    """start_mqttchat(**options) -> our broker (only), always stopped at teardown."""
     if mqttchat_bin() is None:
         pytest.skip("MQTTCHAT_BIN is unset or not a file")
-    b = Broker("mqttchat", tmp_path, options)
-    b.start()
-    return b
+    started: list[Broker] = []
+
+    def factory(**options) -> Broker:
+        d = tmp_path / f"broker{len(started)}"
+        d.mkdir()
+        b = Broker("mqttchat", d, options)
+        started.append(b)
+        b.start()
+        return b
+
+    yield factory
+    for b in started:
+        b.stop()
 
 
 # ------------------------------------------------------------------------------------------ fan-in
 
 
 @pytest.mark.parametrize("qos", [1, 2])
-def test_fan_in_loses_nothing_with_a_small_queue(start_broker, broker_kind, qos):
+def test_fan_in_loses_nothing_with_a_small_queue(start_mqttchat, qos):
     """10 publishers -> 1 subscriber, max_queued_messages 100: every message arrives exactly once.
-    Before publisher back-pressure our broker dropped ~90% of them here (the subscriber's queue overflowed)."""
+    Before publisher back-pressure our broker dropped ~90% of them here (the subscriber's queue
+    overflowed). mqttchat only: mosquitto 2.0.11 drops about half of them with this queue limit
+    ("Outgoing messages are being dropped"), by design."""
+    broker = start_mqttchat(max_queued_messages=100, max_inflight_messages=20)
     bench = mqttchat_bin()
-    if bench is None:
-        pytest.skip("the load generator is `mqttchat bench`: MQTTCHAT_BIN is needed")
-    broker = start_broker(max_queued_messages=100, max_inflight_messages=20)
     r = subprocess.run([bench, "bench", "--port", str(broker.port), "--scenario", "fanin", "--qos", str(qos),
                         "--publishers", "10", "--messages", "1500", "--inflight", "20", "--timeout", "30",
                         "--drain", "5", "--json"],
@@ -165,10 +177,10 @@ SLOW_OPTIONS = dict(max_queued_messages=1000, max_inflight_messages=20,
                     max_pending_output_bytes=262144, slow_consumer_timeout=3, backpressure_stall_ms=1000)
 
 
-def test_slow_subscribers_do_not_hold_back_or_bloat_the_broker_at_qos1(tmp_path):
+def test_slow_subscribers_do_not_hold_back_or_bloat_the_broker_at_qos1(start_mqttchat):
     """A QoS 0 and a QoS 1 subscriber stop reading; a fast QoS 1 subscriber on the same topic still gets
     every message, drops are counted in $SYS, the QoS 0 one is closed, and memory stays bounded."""
-    broker = start_mqttchat(tmp_path, **SLOW_OPTIONS)
+    broker = start_mqttchat(**SLOW_OPTIONS)
     clients: list = []
     try:
         topic = unique("flow/slow")
@@ -206,19 +218,21 @@ def test_slow_subscribers_do_not_hold_back_or_bloat_the_broker_at_qos1(tmp_path)
         # The fast subscriber kept up, so the publisher was held back at most briefly and runs freely now.
         assert int(values["$SYS/broker/clients/backpressured"]) == 0, values
         growth_mib = (rss_kib(broker.proc.pid) - rss_before) / 1024
+        print(f"\nQoS 1 flood of {count}: fast subscriber complete in {elapsed:.1f}s, RSS +{growth_mib:.1f} MiB, "
+              + ", ".join(f"{k.removeprefix('$SYS/broker/')}={v}" for k, v in sorted(values.items())
+                          if "dropped" in k or "slow" in k or "backpress" in k))
         assert growth_mib < 200, f"broker RSS grew by {growth_mib:.0f} MiB"
         assert broker.alive()
         assert "closing slow consumer" in broker.output()
     finally:
         for c in clients:
             c.close() if not isinstance(c, Client) else c.stop()
-        broker.stop()
 
 
-def test_slow_qos0_subscriber_is_cut_off_while_a_fast_one_keeps_receiving(tmp_path):
+def test_slow_qos0_subscriber_is_cut_off_while_a_fast_one_keeps_receiving(start_mqttchat):
     """QoS 0 flood: the non-reading subscriber's copies are dropped once its output passes
     max_pending_output_bytes and it is closed after slow_consumer_timeout; the fast one keeps receiving."""
-    broker = start_mqttchat(tmp_path, **SLOW_OPTIONS)
+    broker = start_mqttchat(**SLOW_OPTIONS)
     clients: list = []
     try:
         topic = unique("flow/slow0")
@@ -264,12 +278,15 @@ def test_slow_qos0_subscriber_is_cut_off_while_a_fast_one_keeps_receiving(tmp_pa
                 break
         assert eof, "the slow consumer was not closed"
         growth_mib = (rss_kib(broker.proc.pid) - rss_before) / 1024
+        print(f"\nQoS 0 flood of {rounds * per_round}: fast subscriber per round {received_per_round}, "
+              f"RSS +{growth_mib:.1f} MiB, "
+              + ", ".join(f"{k.removeprefix('$SYS/broker/')}={v}" for k, v in sorted(values.items())
+                          if "dropped" in k or "slow" in k or "backpress" in k))
         assert growth_mib < 200, f"broker RSS grew by {growth_mib:.0f} MiB"
         assert broker.alive()
     finally:
         for c in clients:
             c.close() if not isinstance(c, Client) else c.stop()
-        broker.stop()
 
 
 # ------------------------------------------------------------------------------------------ 10,000 connections
