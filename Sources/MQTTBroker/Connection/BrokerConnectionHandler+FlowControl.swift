@@ -20,7 +20,7 @@ extension BrokerConnectionHandler {
 
     /// The socket's loop wrote (or, closing, discarded) a flushed batch of `bytes`.
     func outputWritten(_ bytes: Int) {
-        applyOutputGate(outputGate.written(bytes, now: core.eventLoop.now))
+        applyOutputGate(outputGate.written(bytes))
     }
 
     func makeWrittenReporter() -> @Sendable (Int) -> Void {

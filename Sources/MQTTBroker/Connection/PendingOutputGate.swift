@@ -36,6 +36,8 @@ struct PendingOutputGate: Sendable, Hashable {
     private(set) var pendingBytes = 0
     /// When the output became blocked; nil while it is not.
     private(set) var blockedSince: NIODeadline?
+    /// Whether ``Action/close`` was returned already (it is returned once).
+    private(set) var isClosing = false
 
     init(limit: Int, timeout: TimeAmount?) {
         self.limit = max(0, limit)
@@ -48,20 +50,23 @@ struct PendingOutputGate: Sendable, Hashable {
     /// The pending bytes at which a blocked connection is closed at once.
     var hardLimit: Int { limit.multipliedReportingOverflow(by: 2).overflow ? Int.max : limit * 2 }
 
-    /// `bytes` were handed to the socket at `now`.
-    mutating func handed(_ bytes: Int, now: NIODeadline) -> Action {
+    /// `bytes` were handed to the socket at `now` (read only when the output becomes blocked).
+    mutating func handed(_ bytes: Int, now: @autoclosure () -> NIODeadline) -> Action {
         pendingBytes += bytes
         guard limit > 0 else { return .none }
         if isBlocked {
-            return pendingBytes > hardLimit ? .close : .none
+            guard !isClosing, pendingBytes > hardLimit else { return .none }
+            isClosing = true
+            return .close
         }
         guard pendingBytes > limit else { return .none }
-        blockedSince = now
-        return .block(closeAt: timeout.map { now + $0 })
+        let blockedAt = now()
+        blockedSince = blockedAt
+        return .block(closeAt: timeout.map { blockedAt + $0 })
     }
 
     /// The socket's loop reports that `bytes` were written (or discarded with a closed socket).
-    mutating func written(_ bytes: Int, now: NIODeadline) -> Action {
+    mutating func written(_ bytes: Int) -> Action {
         pendingBytes = max(0, pendingBytes - bytes)
         guard isBlocked, pendingBytes <= limit / 2 else { return .none }
         blockedSince = nil

@@ -24,8 +24,9 @@ extension BrokerCore {
 
     /// `session` acknowledged something: it is draining; resume its publishers once its queue is low.
     func noteProgress(of session: BrokerSession) {
-        guard let backpressure, !backpressure.isIdle, backpressure.isCongested(session.key) else { return }
-        let actions = self.backpressure?.progress(
+        // Optional chaining, not `guard let`: no copy of the state machine on every acknowledgement.
+        guard backpressure?.isIdle == false, backpressure?.isCongested(session.key) == true else { return }
+        let actions = backpressure?.progress(
             session: session.key, belowLowWatermark: session.outbound.isBelowLowWatermark, now: eventLoop.now) ?? []
         apply(actions)
     }
