@@ -23,13 +23,15 @@ extension BrokerConnectionHandler {
         applyOutputGate(outputGate.written(bytes))
     }
 
+    /// The closure is stored in the handler, so it holds the handler weakly (no retain cycle).
     func makeWrittenReporter() -> @Sendable (Int) -> Void {
-        let bound = NIOLoopBound(self, eventLoop: core.eventLoop)
+        let loop = core.eventLoop
+        let box = NIOLoopBound(WeakConnectionBox(self), eventLoop: loop)
         return { bytes in
-            if bound.eventLoop.inEventLoop {
-                bound.value.outputWritten(bytes)
+            if loop.inEventLoop {
+                box.value.connection?.outputWritten(bytes)
             } else {
-                bound.eventLoop.execute { bound.value.outputWritten(bytes) }
+                loop.execute { box.value.connection?.outputWritten(bytes) }
             }
         }
     }
@@ -102,5 +104,14 @@ extension BrokerConnectionHandler {
                 self.transport?.setReadingPausedByCore(false)
             }
         }
+    }
+}
+
+/// A weak reference to a connection handler, for callbacks the handler itself stores.
+private final class WeakConnectionBox {
+    weak var connection: BrokerConnectionHandler?
+
+    init(_ connection: BrokerConnectionHandler) {
+        self.connection = connection
     }
 }

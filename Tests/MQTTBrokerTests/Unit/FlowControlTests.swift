@@ -1,5 +1,6 @@
 import MQTTCore
 import NIOCore
+import NIOEmbedded
 import Testing
 
 @testable import MQTTBroker
@@ -194,5 +195,34 @@ struct PublisherBackpressureTests {
         #expect(!machine.isPaused("a"))
         #expect(machine.sessionGone(1) == [.resume("b")])
         #expect(machine.sessionGone(1).isEmpty)
+    }
+}
+
+@Suite("Connection output accounting")
+struct ConnectionOutputAccountingTests {
+    @Test("flushed bytes are reported back as written, and the stored reporter does not keep the handler alive")
+    func reportedAndReleased() throws {
+        weak var weakHandler: BrokerConnectionHandler?
+        let broker = EmbeddedBroker()
+        do {
+            let handler = BrokerConnectionHandler(core: broker.core)
+            weakHandler = handler
+            let channel = EmbeddedChannel(handler: handler, loop: broker.loop)
+            try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 40000)).wait()
+            let client = EmbeddedClient(channel: channel)
+            try client.send(.connect(ConnectPacket(clientIdentifier: "acct")))
+            guard case .connack = try client.received().first else {
+                Issue.record("expected CONNACK")
+                return
+            }
+            // CONNACK was written and flushed: nothing is pending any more.
+            #expect(handler.outputGate.pendingBytes == 0)
+            #expect(!handler.outputGate.isBlocked)
+            try client.send(.disconnect(DisconnectPacket()))
+            broker.loop.run()
+            _ = try? channel.finish()
+        }
+        broker.loop.run()
+        #expect(weakHandler == nil)
     }
 }
