@@ -9,8 +9,10 @@ import NIOCore
 /// - above ``limit`` pending bytes the output is *blocked*: QoS 0 messages for the connection are dropped
 ///   (counted), QoS 1/2 messages stay in its session queue (bounded by `max_queued_messages`/`max_queued_bytes`);
 /// - once pending bytes fall to half the limit the output is unblocked and the queue drains again;
-/// - a connection whose output stays blocked for ``timeout``, or whose pending bytes pass twice the limit while
-///   blocked (replies to its own packets keep coming), is closed; its persistent session keeps its queue.
+/// - a connection whose output stays blocked for ``timeout``, or whose pending bytes pass the hard bound while
+///   blocked (replies to its own packets keep coming), is closed; its persistent session keeps its queue. The hard
+///   bound is twice the limit, or the pending bytes at the moment it blocked plus the limit when one large message
+///   blocked it.
 ///
 /// A write made while not blocked is never refused, so one message larger than the limit still goes out.
 /// Pure value type; the time is passed in, so tests never sleep.
@@ -47,8 +49,15 @@ struct PendingOutputGate: Sendable, Hashable {
     /// Whether messages for the connection are held back.
     var isBlocked: Bool { blockedSince != nil }
 
-    /// The pending bytes at which a blocked connection is closed at once.
-    var hardLimit: Int { limit.multipliedReportingOverflow(by: 2).overflow ? Int.max : limit * 2 }
+    /// Pending bytes when the output became blocked.
+    private var pendingWhenBlocked = 0
+
+    /// The pending bytes above which a blocked connection is closed at once.
+    var hardLimit: Int {
+        let twice = limit.multipliedReportingOverflow(by: 2)
+        let grown = pendingWhenBlocked.addingReportingOverflow(limit)
+        return max(twice.overflow ? Int.max : twice.partialValue, grown.overflow ? Int.max : grown.partialValue)
+    }
 
     /// `bytes` were handed to the socket at `now` (read only when the output becomes blocked).
     mutating func handed(_ bytes: Int, now: @autoclosure () -> NIODeadline) -> Action {
@@ -62,6 +71,7 @@ struct PendingOutputGate: Sendable, Hashable {
         guard pendingBytes > limit else { return .none }
         let blockedAt = now()
         blockedSince = blockedAt
+        pendingWhenBlocked = pendingBytes
         return .block(closeAt: timeout.map { blockedAt + $0 })
     }
 

@@ -109,15 +109,25 @@ struct PendingOutputGateTests {
         #expect(!gate.isBlocked && gate.pendingBytes == 500)
     }
 
-    @Test("a write while not blocked is never refused, but growth while blocked closes at twice the limit")
+    @Test("growth while blocked closes at the hard bound, once")
     func hardBound() {
         var gate = PendingOutputGate(limit: 100, timeout: nil)
-        // One message far larger than the limit still goes out (it just blocks).
-        #expect(gate.handed(150, now: start) == .block(closeAt: nil))
-        #expect(gate.handed(50, now: start) == .none)
+        #expect(gate.handed(90, now: start) == .none)
+        #expect(gate.handed(20, now: start) == .block(closeAt: nil))
+        #expect(gate.hardLimit == 210)
+        #expect(gate.handed(100, now: start) == .none)
         #expect(gate.handed(1, now: start) == .close)
         // Once.
         #expect(gate.handed(1, now: start) == .none)
+    }
+
+    @Test("one message far larger than the limit goes out and blocks; small replies after it do not close")
+    func largeMessage() {
+        var gate = PendingOutputGate(limit: 100, timeout: nil)
+        #expect(gate.handed(1000, now: start) == .block(closeAt: nil))
+        #expect(gate.hardLimit == 1100)
+        #expect(gate.handed(4, now: start) == .none)
+        #expect(gate.handed(97, now: start) == .close)
     }
 
     @Test("the timer closes only when the output stayed blocked for the whole timeout")
