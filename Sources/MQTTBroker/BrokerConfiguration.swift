@@ -36,6 +36,21 @@ public struct BrokerConfiguration: Sendable {
     /// QoS 1/2 messages queued per session behind the inflight window (or while offline); 0 means unlimited.
     /// Messages beyond the limit are dropped, counted and logged.
     public var maxQueuedMessages: Int = 1000
+    // [flow] flow control and memory bounds (Session/PublisherBackpressure, Connection/PendingOutputGate).
+    /// Bytes (topic + payload) of the messages queued per session; 0 means unlimited (mosquitto's
+    /// `max_queued_bytes`). A message that would take the queue above it is dropped, counted and logged.
+    public var maxQueuedBytes: Int = 0
+    /// Bytes written to a connection and not yet taken by its socket above which the client counts as a slow
+    /// consumer: QoS 0 messages for it are dropped (counted), QoS 1/2 messages wait in its session queue. 0 disables
+    /// the bound. (mqttchat only.)
+    public var maxPendingOutputBytes: Int = 1 << 20
+    /// How long a connection's output may stay above ``maxPendingOutputBytes`` before it is closed (it is also
+    /// closed at twice the bound); `nil` never closes for time. (mqttchat only.)
+    public var slowConsumerTimeout: TimeAmount? = .seconds(30)
+    /// Publisher back-pressure: how long an online session whose queue is above half its limits may go without
+    /// acknowledging anything and still hold the publishers that fill it paused; `nil` disables back-pressure
+    /// (full queues drop, as in mosquitto). (mqttchat only.)
+    public var backpressureStallTimeout: TimeAmount? = .seconds(2)
     /// Largest remaining length (packet size without its 2 to 5 byte fixed header) a client may send; bigger
     /// packets close the connection as soon as their fixed header arrives.
     public var maxPacketSize: Int = MQTTPacketDecoder.protocolMaximumPacketSize

@@ -12,7 +12,9 @@ import NIOCore
 ///   interface); write `listener PORT 0.0.0.0` to listen everywhere.
 /// - Options mosquitto knows but this broker does not implement yet are refused with an
 ///   error instead of being ignored, so a config never silently loses a security setting.
-/// - `connect_timeout SECONDS`, `max_topic_levels N`, `threads N` and `log_level LEVEL` exist only here.
+/// - `connect_timeout SECONDS`, `max_topic_levels N`, `threads N` and `log_level LEVEL` exist only here, and so do
+///   the flow-control keys `max_pending_output_bytes N`, `slow_consumer_timeout SECONDS` and
+///   `backpressure_stall_ms MILLISECONDS`.
 /// - `allow_anonymous` defaults to true when every listener binds loopback only (127.0.0.1, ::1, localhost) and
 ///   to false otherwise; mosquitto 2 defaults to false everywhere. Setting it explicitly always wins.
 /// - `max_connections` counts sockets across all listeners (mosquitto counts per listener).
@@ -74,7 +76,7 @@ public enum BrokerConfigParser {
 
     /// Options refused until the broker implements them.
     static let notYetSupported: Set<String> = [
-        "persistence_location", "autosave_interval", "capath", "max_queued_bytes",
+        "persistence_location", "autosave_interval", "capath",
         "bind_address", "bind_interface", "protocol", "mount_point", "include_dir", "plugin", "auth_plugin",
         "psk_file", "use_subject_as_username", "allow_zero_length_clientid", "persistent_client_expiration",
         "message_size_limit", "upgrade_outgoing_qos", "socket_domain", "http_dir", "websockets_log_level",
@@ -117,6 +119,16 @@ public enum BrokerConfigParser {
             settings.configuration.maxInflightMessages = try line.integer(line.single(), in: 0...65535)
         case "max_queued_messages":
             settings.configuration.maxQueuedMessages = try line.integer(line.single(), in: 0...Int(Int32.max))
+        case "max_queued_bytes":  // [flow]
+            settings.configuration.maxQueuedBytes = try line.integer(line.single(), in: 0...Int(Int32.max))
+        case "max_pending_output_bytes":  // [flow]
+            settings.configuration.maxPendingOutputBytes = try line.integer(line.single(), in: 0...Int(Int32.max))
+        case "slow_consumer_timeout":  // [flow]
+            let seconds = try line.integer(line.single(), in: 0...86_400)
+            settings.configuration.slowConsumerTimeout = seconds == 0 ? nil : .seconds(Int64(seconds))
+        case "backpressure_stall_ms":  // [flow]
+            let milliseconds = try line.integer(line.single(), in: 0...3_600_000)
+            settings.configuration.backpressureStallTimeout = milliseconds == 0 ? nil : .milliseconds(Int64(milliseconds))
         case "max_packet_size":
             let size = try line.integer(line.single(), in: 0...MQTTPacketDecoder.protocolMaximumPacketSize + 5)
             settings.configuration.maxPacketSize = size == 0 ? MQTTPacketDecoder.protocolMaximumPacketSize : size

@@ -14,9 +14,9 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    private let core: BrokerCore
-    private var logger: Logger
-    private var transport: ConnectionTransport?
+    let core: BrokerCore
+    var logger: Logger
+    private(set) var transport: ConnectionTransport?
     private var decoder: MQTTPacketDecoder
     private var cumulation: ByteBuffer?
     private var stateMachine: ConnectionStateMachine
@@ -37,6 +37,20 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     var isDirty = false
     /// The allocator of the channel, for encoding.
     private(set) var allocator = ByteBufferAllocator()
+    // [flow] flow control (BrokerConnectionHandler+FlowControl.swift).
+    /// Bounds the output the client has not read (slow consumer policy).
+    var outputGate: PendingOutputGate
+    /// Bytes written since the last flush, reported back by the socket's loop once the batch is written.
+    var unflushedBytes = 0
+    /// Closes the connection when its output stays blocked for `slow_consumer_timeout`.
+    var slowConsumerTimer: Scheduled<Void>?
+    /// Whether the core stopped reading this connection (publisher back-pressure).
+    var isReadingPausedByCore = false
+    /// Hands "bytes written" reports from the socket's loop to ``outputWritten(_:)``; built once.
+    lazy var writtenReporter: @Sendable (Int) -> Void = makeWrittenReporter()
+
+    /// Whether the connection has not been closed yet.
+    var isOpen: Bool { stateMachine.isOpen }
 
     /// Completes when the connection has ended (after the channel closed).
     var closeFuture: EventLoopFuture<Void> { closePromise.futureResult }
@@ -56,12 +70,17 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         self.decoder = MQTTPacketDecoder(maximumPacketSize: core.configuration.maxPacketSize)
         self.stateMachine = ConnectionStateMachine(acceptedAt: core.eventLoop.now, connectTimeout: core.configuration.connectTimeout)
         self.closePromise = core.eventLoop.makePromise()
+        self.outputGate = PendingOutputGate(  // [flow]
+            limit: core.configuration.maxPendingOutputBytes, timeout: core.configuration.slowConsumerTimeout)
     }
 
     /// A handler for a socket served on another event loop, through a ``ConnectionRelay``; starts at once.
-    convenience init(core: BrokerCore, relayedChannel: any Channel, usesCertificateIdentity: Bool = false) {
+    convenience init(
+        core: BrokerCore, relayedChannel: any Channel, usesCertificateIdentity: Bool = false,
+        relay: NIOLoopBound<ConnectionRelay>? = nil
+    ) {
         self.init(core: core, usesCertificateIdentity: usesCertificateIdentity)
-        self.transport = .relayed(RelayedChannel(channel: relayedChannel))
+        self.transport = .relayed(RelayedChannel(channel: relayedChannel, relay: relay))
         self.allocator = relayedChannel.allocator
         if let remote = relayedChannel.remoteAddress {
             logger[metadataKey: "remote"] = "\(remote)"
@@ -72,7 +91,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     // MARK: Channel events
 
     func handlerAdded(context: ChannelHandlerContext) {
-        self.transport = .pipeline(context)
+        self.transport = .pipeline(PipelineChannel(context: context))
         self.allocator = context.channel.allocator
         if let remote = context.channel.remoteAddress {
             logger[metadataKey: "remote"] = "\(remote)"
@@ -178,7 +197,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
 
     // MARK: Decoding
 
-    private func decodeAvailablePackets() {
+    func decodeAvailablePackets() {
         guard var buffer = cumulation else { return }
         cumulation = nil
         defer {
@@ -188,7 +207,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         }
         // One clock read per batch: the keepalive only needs to know that the client was heard from in this batch.
         let now = core.eventLoop.now
-        while stateMachine.isOpen {
+        while stateMachine.isOpen, !isReadingPausedByCore {  // [flow] a paused publisher's bytes wait here
             let packet: MQTTPacket?
             do {
                 packet = try decoder.decode(from: &buffer)
@@ -312,7 +331,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
                 close(.protocolViolation(.missingPacketID))
                 return
             }
-            if routable { core.route(message) }
+            if routable { core.route(message, from: self) }
             write(.puback(PubAckPacket(packetID: packetID)))
         case .exactlyOnce:
             guard let packetID = publish.packetID else {
@@ -320,7 +339,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
                 return
             }
             if session.inboundQoS2.publishReceived(packetID: packetID), routable {
-                core.route(message)
+                core.route(message, from: self)
             }
             write(.pubrec(PubRecPacket(packetID: packetID)))
         }
@@ -431,6 +450,11 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
 
     private func timerFired() {
         timer = nil
+        if isReadingPausedByCore {
+            // [flow] The client cannot be heard while the core does not read it: check again later.
+            scheduleTimer(at: core.eventLoop.now + .seconds(1))
+            return
+        }
         switch stateMachine.timerFired(now: core.eventLoop.now) {
         case .rearm(let deadline):
             scheduleTimer(at: deadline)
@@ -487,6 +511,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         guard written > 0 else { return }
         core.statistics.messagesSent += 1
         core.statistics.bytesSent += UInt64(written)
+        noteHanded(written)  // [flow]
         core.markDirty(self)
     }
 
@@ -530,6 +555,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         core.statistics.messagesSent += 1
         core.statistics.publishSent += 1
         core.statistics.bytesSent += UInt64(bytes)
+        noteHanded(bytes)  // [flow]
         core.markDirty(self)
     }
 
@@ -537,7 +563,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     func flushNow() {
         isDirty = false
         handOverOutput()
-        transport?.flush()
+        flushTransport()
     }
 
     // MARK: Closing
@@ -552,6 +578,8 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         guard stateMachine.close() || alreadyClosedInStateMachine else { return }
         timer?.cancel()
         timer = nil
+        slowConsumerTimer?.cancel()  // [flow]
+        slowConsumerTimer = nil
         cumulation = nil
         log(reason)
         core.connectionEnded(self, reason: reason)
@@ -559,7 +587,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         if let transport {
             isDirty = false
             handOverOutput()
-            transport.flush()
+            flushTransport()
             transport.close()
         }
     }
@@ -569,7 +597,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         switch reason {
         case .clientDisconnected, .connectionLost, .takenOver, .serverShutdown:
             logger.info("client disconnected", metadata: metadata)
-        case .keepaliveExpired, .connectTimeout, .connectRejected:
+        case .keepaliveExpired, .connectTimeout, .connectRejected, .slowConsumer:
             logger.notice("connection closed", metadata: metadata)
         case .malformedPacket, .protocolViolation:
             logger.warning("connection closed on protocol error", metadata: metadata)

@@ -21,6 +21,9 @@ enum CloseReason: Sendable, Hashable, CustomStringConvertible {
     case takenOver
     /// The broker is shutting down: nothing more is published, not even wills.
     case serverShutdown
+    /// [flow] The client did not read its output: pending bytes stayed above `max_pending_output_bytes` for
+    /// `slow_consumer_timeout`, or passed twice the bound.
+    case slowConsumer
 
     /// Whether the will of the connection must be published (MQTT-3.1.2-8): any end other than DISCONNECT,
     /// except broker shutdown, where nothing extra is published.
@@ -28,7 +31,7 @@ enum CloseReason: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .clientDisconnected, .serverShutdown, .connectRejected, .connectTimeout:
             return false
-        case .connectionLost, .malformedPacket, .protocolViolation, .keepaliveExpired, .takenOver:
+        case .connectionLost, .malformedPacket, .protocolViolation, .keepaliveExpired, .takenOver, .slowConsumer:
             return true
         }
     }
@@ -44,6 +47,7 @@ enum CloseReason: Sendable, Hashable, CustomStringConvertible {
         case .connectRejected(let code): return "CONNECT rejected with return code \(code.rawValue)"
         case .takenOver: return "client identifier taken over by a new connection"
         case .serverShutdown: return "broker shutting down"
+        case .slowConsumer: return "slow consumer: output not read (max_pending_output_bytes, slow_consumer_timeout)"
         }
     }
 }

@@ -5,7 +5,9 @@ import NIOCore
 /// core's loop. The bytes of one read batch go over in a single `execute`.
 ///
 /// Back-pressure: at most ``maximumBatchesInFlight`` read batches may wait on the core's loop; beyond that the relay
-/// stops reading from the socket (TCP pushes back on the client) until the core has caught up.
+/// stops reading from the socket (TCP pushes back on the client) until the core has caught up. The core may also
+/// pause reading for its own reasons (publisher back-pressure, ``setReadingPausedByCore(_:)``); the socket reads
+/// only while neither pauses it.
 final class ConnectionRelay: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
@@ -18,6 +20,8 @@ final class ConnectionRelay: ChannelInboundHandler {
     private var pending: [ByteBuffer] = []
     private var batchesInFlight = 0
     private var readingPaused = false
+    /// [flow] The core asked to stop reading (publisher back-pressure).
+    private var pausedByCore = false
     private var context: ChannelHandlerContext?
     /// [tls] Whether the listener uses the client certificate's CN as user name.
     private let usesCertificateIdentity: Bool
@@ -34,9 +38,10 @@ final class ConnectionRelay: ChannelInboundHandler {
         let core = self.core
         let handler = self.handler
         let usesCertificateIdentity = self.usesCertificateIdentity
+        let relay = NIOLoopBound(self, eventLoop: context.eventLoop)
         core.eventLoop.execute {
             handler.value = BrokerConnectionHandler(
-                core: core.value, relayedChannel: channel, usesCertificateIdentity: usesCertificateIdentity)
+                core: core.value, relayedChannel: channel, usesCertificateIdentity: usesCertificateIdentity, relay: relay)
         }
     }
 
@@ -61,10 +66,7 @@ final class ConnectionRelay: ChannelInboundHandler {
         let batch = pending
         pending.removeAll(keepingCapacity: true)
         batchesInFlight += 1
-        if batchesInFlight >= Self.maximumBatchesInFlight, !readingPaused {
-            readingPaused = true
-            context.channel.setOption(.autoRead, value: false).whenFailure { _ in }
-        }
+        updateReading()
         let handler = self.handler
         let relay = NIOLoopBound(self, eventLoop: context.eventLoop)
         core.eventLoop.execute {
@@ -81,10 +83,24 @@ final class ConnectionRelay: ChannelInboundHandler {
 
     private func batchProcessed() {
         batchesInFlight -= 1
-        guard readingPaused, batchesInFlight < Self.maximumBatchesInFlight, let context else { return }
-        readingPaused = false
-        context.channel.setOption(.autoRead, value: true).whenFailure { _ in }
-        context.read()
+        updateReading()
+    }
+
+    /// [flow] The core stops (or resumes) reading this socket.
+    func setReadingPausedByCore(_ paused: Bool) {
+        pausedByCore = paused
+        updateReading()
+    }
+
+    /// Reads from the socket only while the core keeps up and has not paused it.
+    private func updateReading() {
+        let shouldPause = pausedByCore || batchesInFlight >= Self.maximumBatchesInFlight
+        guard shouldPause != readingPaused, let context else { return }
+        readingPaused = shouldPause
+        context.channel.setOption(.autoRead, value: !shouldPause).whenFailure { _ in }
+        if !shouldPause {
+            context.read()
+        }
     }
 
     func channelInactive(context: ChannelHandlerContext) {

@@ -1,36 +1,86 @@
 import NIOCore
 
-/// Where a ``BrokerConnectionHandler`` writes its bytes: straight into its own pipeline when the socket is on the
-/// core's event loop, or through a ``RelayedChannel`` when the socket is served on another loop.
+/// Where a ``BrokerConnectionHandler`` writes its bytes: into its own pipeline when the socket is on the core's
+/// event loop, or through a ``RelayedChannel`` when the socket is served on another loop. Either way the buffers of
+/// one batch are written at flush time, the last one with a promise, so the socket's loop can report once per
+/// batch how many bytes left memory (the pending-output bound, ``PendingOutputGate``).
 enum ConnectionTransport {
     /// The handler sits in the socket's pipeline, on the core's loop.
-    case pipeline(ChannelHandlerContext)
+    case pipeline(PipelineChannel)
     /// The socket lives on another loop; writes are batched and handed over once per flush.
     case relayed(RelayedChannel)
 
     /// Queues `buffer` for the socket without flushing.
     func write(_ buffer: ByteBuffer) {
         switch self {
-        case .pipeline(let context): context.write(NIOAny(buffer), promise: nil)
+        case .pipeline(let pipeline): pipeline.write(buffer)
         case .relayed(let relayed): relayed.write(buffer)
         }
     }
 
-    /// Sends everything written so far.
-    func flush() {
+    /// Sends everything written so far (`bytes` in all); `report(bytes)` runs on the core's loop once the socket
+    /// has written the batch, or failed to.
+    func flush(reportingWritten bytes: Int, to report: @escaping @Sendable (Int) -> Void) {
         switch self {
-        case .pipeline(let context): context.flush()
-        case .relayed(let relayed): relayed.flush()
+        case .pipeline(let pipeline): pipeline.flush(reportingWritten: bytes, to: report)
+        case .relayed(let relayed): relayed.flush(reportingWritten: bytes, to: report)
         }
     }
 
-    /// Flushes and closes the socket.
+    /// Closes the socket after what was flushed.
     func close() {
         switch self {
-        case .pipeline(let context):
-            context.flush()
-            context.close(promise: nil)
+        case .pipeline(let pipeline): pipeline.close()
         case .relayed(let relayed): relayed.close()
+        }
+    }
+
+    /// Stops (or restarts) reading from the socket on behalf of the core (publisher back-pressure).
+    func setReadingPausedByCore(_ paused: Bool) {
+        switch self {
+        case .pipeline(let pipeline): pipeline.setReadingPaused(paused)
+        case .relayed(let relayed): relayed.setReadingPausedByCore(paused)
+        }
+    }
+}
+
+/// The writes of a handler that sits in its socket's pipeline, on the core's loop. Confined to that loop.
+final class PipelineChannel {
+    let context: ChannelHandlerContext
+    private var pending: [ByteBuffer] = []
+
+    init(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func write(_ buffer: ByteBuffer) {
+        pending.append(buffer)
+    }
+
+    func flush(reportingWritten bytes: Int, to report: @escaping @Sendable (Int) -> Void) {
+        guard let last = pending.popLast() else { return }
+        for buffer in pending {
+            context.write(NIOAny(buffer), promise: nil)
+        }
+        pending.removeAll(keepingCapacity: true)
+        let promise = context.eventLoop.makePromise(of: Void.self)
+        promise.futureResult.whenComplete { _ in report(bytes) }
+        context.writeAndFlush(NIOAny(last), promise: promise)
+    }
+
+    func close() {
+        for buffer in pending {
+            context.write(NIOAny(buffer), promise: nil)
+        }
+        pending.removeAll()
+        context.flush()
+        context.close(promise: nil)
+    }
+
+    func setReadingPaused(_ paused: Bool) {
+        try? context.channel.syncOptions?.setOption(.autoRead, value: !paused)
+        if !paused {
+            context.read()
         }
     }
 }
@@ -38,39 +88,54 @@ enum ConnectionTransport {
 /// The core-loop side of a socket served on another event loop: collects the buffers written during one batch and
 /// hands them to the socket's loop with a single `execute` per flush, so the per-message path crosses threads once
 /// per batch and takes no lock of ours. Tasks from one loop to another run in order, so writes keep their order.
+/// The socket's loop answers with one `execute` per batch once the batch is written.
 ///
 /// Confined to the core's event loop.
 final class RelayedChannel {
     let channel: any Channel
+    /// The relay in the socket's pipeline, to pause reading on behalf of the core.
+    private let relay: NIOLoopBound<ConnectionRelay>?
     private var pending: [ByteBuffer] = []
 
-    init(channel: any Channel) {
+    init(channel: any Channel, relay: NIOLoopBound<ConnectionRelay>? = nil) {
         self.channel = channel
+        self.relay = relay
     }
 
     func write(_ buffer: ByteBuffer) {
         pending.append(buffer)
     }
 
-    func flush() {
+    func flush(reportingWritten bytes: Int, to report: @escaping @Sendable (Int) -> Void) {
         guard !pending.isEmpty else { return }
         let batch = pending
         pending.removeAll(keepingCapacity: true)
         let channel = self.channel
         channel.eventLoop.execute {
-            for buffer in batch {
+            let promise = channel.eventLoop.makePromise(of: Void.self)
+            for buffer in batch.dropLast() {
                 channel.write(buffer, promise: nil)
             }
+            if let last = batch.last {
+                channel.write(last, promise: promise)
+            }
             channel.flush()
+            promise.futureResult.whenComplete { _ in report(bytes) }
         }
     }
 
-    /// Sends what is pending, then closes the socket (the close is queued behind the last batch).
+    /// Closes the socket (queued behind the last flushed batch).
     func close() {
-        flush()
         let channel = self.channel
         channel.eventLoop.execute {
             channel.close(promise: nil)
+        }
+    }
+
+    func setReadingPausedByCore(_ paused: Bool) {
+        guard let relay else { return }
+        relay.eventLoop.execute {
+            relay.value.setReadingPausedByCore(paused)
         }
     }
 }

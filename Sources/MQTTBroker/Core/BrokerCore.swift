@@ -24,19 +24,23 @@ final class BrokerCore {
     private let subscriptionIndex = SubscriptionIndex<SessionKey>()
     let retainedStore = RetainedStore()
     /// Every open connection, connected or still waiting for CONNECT, for shutdown.
-    private var connections: [ObjectIdentifier: BrokerConnectionHandler] = [:]
+    private(set) var connections: [ObjectIdentifier: BrokerConnectionHandler] = [:]
     /// Connections written to since the last flush.
     private var dirtyConnections: [BrokerConnectionHandler] = []
     private var nextSessionKey: UInt64 = 0
     private var nextAssignedID: UInt64 = 0
     private(set) var isShuttingDown = false
     private var sysTask: Scheduled<Void>?
+    // [flow] publisher back-pressure (BrokerCore+FlowControl.swift); nil when `backpressure_stall_ms` is 0.
+    var backpressure: PublisherBackpressure<ObjectIdentifier, SessionKey>?
+    var stallCheckTask: Scheduled<Void>?
 
     init(configuration: BrokerConfiguration, logger: Logger, eventLoop: any EventLoop) {
         self.configuration = configuration
         self.logger = logger
         self.eventLoop = eventLoop
         self.startedAt = eventLoop.now
+        self.backpressure = configuration.backpressureStallTimeout.map { PublisherBackpressure(stallTimeout: $0) }  // [flow]
     }
 
     /// The number of sessions with a connection attached.
@@ -130,12 +134,14 @@ final class BrokerCore {
     func connectionEnded(_ connection: BrokerConnectionHandler, reason: CloseReason) {
         eventLoop.assertInEventLoop()
         connections[ObjectIdentifier(connection)] = nil
+        backpressure?.connectionClosed(ObjectIdentifier(connection))  // [flow]
         guard let session = connection.session else { return }
         connection.session = nil
         if session.connection === connection {
             session.connection = nil
             connectedClientCount -= 1
             session.outbound.suspend()
+            sessionWentOffline(session)  // [flow] offline sessions hold no publisher back
             if session.cleanSession {
                 removeSession(session)
             }
@@ -158,7 +164,9 @@ final class BrokerCore {
     /// Routes an application message: updates the retained store and delivers a copy to every matching session,
     /// once per session at `min(message QoS, highest granted QoS)` (MQTT-3.3.5-1), with RETAIN cleared
     /// (MQTT-3.3.1-9). An empty retained message deletes the stored one and is still forwarded.
-    func route(_ message: BrokerMessage) {
+    /// `publisher` is the connection the message came from, if any: it is paused when the message leaves an online
+    /// session's queue above its high watermark (publisher back-pressure, see ``PublisherBackpressure``).
+    func route(_ message: BrokerMessage, from publisher: BrokerConnectionHandler? = nil) {
         // QoS 1/2 and retained messages may be kept (in flight, queued, retained): not as slices of a read buffer.
         let mayBeKept = message.qos != .atMostOnce || message.retain || configuration.queueQoS0Messages
         let message = mayBeKept ? message.compactedForKeeping() : message
@@ -183,10 +191,15 @@ final class BrokerCore {
                 } else {
                     connection.writePublish(delivery)
                 }
-            case .queued, .discarded:
+            case .queued:
+                holdBackPublisher(publisher, for: session, qos: qos)  // [flow]
+            case .discarded:
                 return
             case .dropped:
                 noteDropped(session)
+                holdBackPublisher(publisher, for: session, qos: qos)  // [flow]
+            case .droppedSlowConsumer:
+                noteDroppedSlowConsumer(session)  // [flow]
             }
         }
     }
@@ -222,6 +235,7 @@ final class BrokerCore {
                 connection.write(.pubrel(PubRelPacket(packetID: packetID)))
             }
         }
+        noteProgress(of: session)  // [flow]
     }
 
     private func offer(_ message: BrokerMessage, qos: QoS, retain: Bool, to session: BrokerSession) {
@@ -232,14 +246,20 @@ final class BrokerCore {
             break
         case .dropped:
             noteDropped(session)
+        case .droppedSlowConsumer:
+            noteDroppedSlowConsumer(session)  // [flow]
         }
     }
 
     private func noteDropped(_ session: BrokerSession) {
         statistics.publishDropped += 1
+        statistics.publishDroppedQueueFull += 1  // [flow]
+        // [flow] logged at the 1st, 2nd, 4th, 8th ... drop of a session: a flood must not turn into a log flood.
+        let dropped = session.outbound.droppedCount
+        guard dropped & (dropped - 1) == 0 else { return }
         logger.warning(
             "session queue full, message dropped",
-            metadata: ["client": "\(session.clientID)", "dropped": "\(session.outbound.droppedCount)"]
+            metadata: ["client": "\(session.clientID)", "dropped": "\(dropped)"]
         )
     }
 
@@ -285,6 +305,7 @@ final class BrokerCore {
             outbound: OutboundFlow(
                 maxInflight: configuration.maxInflightMessages,
                 maxQueued: configuration.maxQueuedMessages,
+                maxQueuedBytes: configuration.maxQueuedBytes,  // [flow]
                 queueQoS0WhileOffline: configuration.queueQoS0Messages
             )
         )
@@ -358,6 +379,8 @@ final class BrokerCore {
         isShuttingDown = true
         sysTask?.cancel()
         sysTask = nil
+        stallCheckTask?.cancel()  // [flow]
+        stallCheckTask = nil
         let open = Array(connections.values)
         let closed = open.map { $0.closeFuture }
         for connection in open {

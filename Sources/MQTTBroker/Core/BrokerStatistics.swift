@@ -8,8 +8,16 @@ struct BrokerStatistics: Sendable, Hashable {
     var publishReceived: UInt64 = 0
     /// PUBLISH packets sent.
     var publishSent: UInt64 = 0
-    /// QoS 1/2 messages dropped because a session queue was full.
+    /// Messages dropped for any reason (full session queue or slow consumer).
     var publishDropped: UInt64 = 0
+    // [flow] the causes behind `publishDropped`, and the flow-control events.
+    /// Messages dropped because a session queue was at `max_queued_messages` or `max_queued_bytes`.
+    var publishDroppedQueueFull: UInt64 = 0
+    /// QoS 0 messages dropped because the subscriber's connection had too much unwritten output.
+    var publishDroppedSlowConsumer: UInt64 = 0
+    /// Connections closed because they did not read their output (`slow_consumer_timeout` or twice
+    /// `max_pending_output_bytes`).
+    var slowConsumerDisconnects: UInt64 = 0
     /// Bytes read from client sockets.
     var bytesReceived: UInt64 = 0
     /// Bytes written to client sockets.

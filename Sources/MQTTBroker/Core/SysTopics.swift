@@ -19,6 +19,12 @@ enum SysTopics {
             ("$SYS/broker/publish/messages/received", "\(stats.publishReceived)"),
             ("$SYS/broker/publish/messages/sent", "\(stats.publishSent)"),
             ("$SYS/broker/publish/messages/dropped", "\(stats.publishDropped)"),
+            // [flow] ours (mosquitto has no such topics): drop causes and flow-control state.
+            ("$SYS/broker/publish/messages/dropped/queue_full", "\(stats.publishDroppedQueueFull)"),
+            ("$SYS/broker/publish/messages/dropped/slow_consumer", "\(stats.publishDroppedSlowConsumer)"),
+            ("$SYS/broker/clients/slow_consumer_disconnects", "\(stats.slowConsumerDisconnects)"),
+            ("$SYS/broker/clients/backpressured", "\(core.backpressuredConnectionCount)"),
+            ("$SYS/broker/clients/backpressure_pauses", "\(core.backpressurePauseCount)"),
             ("$SYS/broker/bytes/received", "\(stats.bytesReceived)"),
             ("$SYS/broker/bytes/sent", "\(stats.bytesSent)"),
             ("$SYS/broker/subscriptions/count", "\(core.subscriptionCount)"),

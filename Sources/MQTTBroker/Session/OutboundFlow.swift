@@ -69,12 +69,17 @@ struct OutboundFlow: Sendable {
         case dropped
         /// A QoS 0 message for an offline client: not queued, by design (mosquitto's default).
         case discarded
+        /// A QoS 0 message for a client whose connection has too much unwritten output (a slow consumer, see
+        /// ``outputBlocked()``): dropped, counted in ``OutboundFlow/slowConsumerDroppedCount``.
+        case droppedSlowConsumer
     }
 
     /// Maximum inflight QoS 1/2 messages; 0 means unlimited (bounded only by the 65535 packet identifiers).
     let maxInflight: Int
     /// Maximum queued messages; 0 means unlimited.
     let maxQueued: Int
+    /// Maximum bytes (topic + payload) of queued messages; 0 means unlimited (mosquitto's `max_queued_bytes`).
+    let maxQueuedBytes: Int
     /// Whether QoS 0 messages are queued while the client is offline.
     let queueQoS0WhileOffline: Bool
 
@@ -84,12 +89,20 @@ struct OutboundFlow: Sendable {
     private(set) var queue = CircularBuffer<QueuedMessage>()
     /// Messages dropped because the queue was full.
     private(set) var droppedCount = 0
+    /// QoS 0 messages dropped because the connection's output was blocked.
+    private(set) var slowConsumerDroppedCount = 0
+    /// Topic and payload bytes of the queued messages (what ``maxQueuedBytes`` limits).
+    private(set) var queuedBytes = 0
+    /// Whether the connection has too much unwritten output: QoS 0 messages are dropped and QoS 1/2 messages
+    /// stay queued (not written) until ``outputUnblocked()``.
+    private(set) var isOutputBlocked = false
     private var nextPacketID: UInt16 = 1
     private var nextSequence: UInt64 = 0
 
-    init(maxInflight: Int, maxQueued: Int, queueQoS0WhileOffline: Bool = false) {
+    init(maxInflight: Int, maxQueued: Int, maxQueuedBytes: Int = 0, queueQoS0WhileOffline: Bool = false) {
         self.maxInflight = max(0, maxInflight)
         self.maxQueued = max(0, maxQueued)
+        self.maxQueuedBytes = max(0, maxQueuedBytes)
         self.queueQoS0WhileOffline = queueQoS0WhileOffline
     }
 
@@ -102,12 +115,16 @@ struct OutboundFlow: Sendable {
     mutating func enqueue(_ message: BrokerMessage, qos: QoS, retain: Bool) -> EnqueueOutcome {
         if qos == .atMostOnce {
             if isOnline {
+                if isOutputBlocked {
+                    slowConsumerDroppedCount += 1
+                    return .droppedSlowConsumer
+                }
                 return .send(OutboundDelivery(message: message, qos: qos, retain: retain, dup: false, packetID: nil))
             }
             guard queueQoS0WhileOffline else { return .discarded }
             return append(QueuedMessage(message: message, qos: qos, retain: retain))
         }
-        if isOnline, queue.isEmpty, let delivery = startInflight(message, qos: qos, retain: retain) {
+        if isOnline, !isOutputBlocked, queue.isEmpty, let delivery = startInflight(message, qos: qos, retain: retain) {
             return .send(delivery)
         }
         return append(QueuedMessage(message: message, qos: qos, retain: retain))
@@ -162,29 +179,70 @@ struct OutboundFlow: Sendable {
     /// The connection went away; keep the window and the queue for the next ``resume()``.
     mutating func suspend() {
         isOnline = false
+        isOutputBlocked = false
     }
 
+    /// The connection has too much unwritten output (see `PendingOutputGate`): from now on QoS 0 messages are
+    /// dropped and QoS 1/2 messages wait in the queue, bounded by ``maxQueued`` and ``maxQueuedBytes``.
+    mutating func outputBlocked() {
+        isOutputBlocked = true
+    }
+
+    /// The connection's output drained: release queued messages into the window again.
+    mutating func outputUnblocked() -> [OutboundAction] {
+        guard isOutputBlocked else { return [] }
+        isOutputBlocked = false
+        return drainQueue()
+    }
+
+    // MARK: Watermarks (publisher back-pressure, see `PublisherBackpressure`)
+
+    /// Whether the queue holds more than half of either limit: routing more into it should slow the publishers
+    /// down. Always false without limits (nothing would ever be dropped).
+    var isAboveHighWatermark: Bool {
+        (maxQueued > 0 && queue.count > maxQueued / 2) || (maxQueuedBytes > 0 && queuedBytes > maxQueuedBytes / 2)
+    }
+
+    /// Whether the queue is down to a quarter of every limit: paused publishers may resume.
+    var isBelowLowWatermark: Bool {
+        (maxQueued == 0 || queue.count <= maxQueued / 4) && (maxQueuedBytes == 0 || queuedBytes <= maxQueuedBytes / 4)
+    }
+
+    /// The bytes a queued message is charged for: topic plus payload, as mosquitto counts them.
+    static func chargedBytes(_ message: BrokerMessage) -> Int {
+        message.topic.utf8.count + message.payload.readableBytes
+    }
+
+    /// Queues a message unless either limit is reached: `max_queued_messages` counts messages, `max_queued_bytes`
+    /// refuses a message that would take the queued bytes above it.
     private mutating func append(_ queued: QueuedMessage) -> EnqueueOutcome {
-        if maxQueued > 0, queue.count >= maxQueued {
+        let bytes = Self.chargedBytes(queued.message)
+        if (maxQueued > 0 && queue.count >= maxQueued) || (maxQueuedBytes > 0 && queuedBytes + bytes > maxQueuedBytes) {
             droppedCount += 1
             return .dropped
         }
         queue.append(queued)
+        queuedBytes += bytes
         return .queued
+    }
+
+    private mutating func removeFirstQueued() {
+        let removed = queue.removeFirst()
+        queuedBytes -= Self.chargedBytes(removed.message)
     }
 
     /// Moves queued messages into the window while it has room.
     private mutating func drainQueue() -> [OutboundAction] {
-        guard isOnline else { return [] }
+        guard isOnline, !isOutputBlocked else { return [] }
         var actions: [OutboundAction] = []
         while let next = queue.first {
             if next.qos == .atMostOnce {
-                queue.removeFirst()
+                removeFirstQueued()
                 actions.append(.publish(OutboundDelivery(message: next.message, qos: .atMostOnce, retain: next.retain, dup: false, packetID: nil)))
                 continue
             }
             guard let delivery = startInflight(next.message, qos: next.qos, retain: next.retain) else { break }
-            queue.removeFirst()
+            removeFirstQueued()
             actions.append(.publish(delivery))
         }
         return actions

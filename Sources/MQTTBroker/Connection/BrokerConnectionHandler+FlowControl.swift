@@ -1,0 +1,117 @@
+import NIOCore
+
+/// Flow control of one connection: the pending-output bound (slow consumers, ``PendingOutputGate``) and reading
+/// paused by the core (publisher back-pressure, ``PublisherBackpressure``). Runs on the core's event loop.
+extension BrokerConnectionHandler {
+    // MARK: Pending output
+
+    /// `bytes` were handed to the transport (not flushed yet).
+    func noteHanded(_ bytes: Int) {
+        unflushedBytes += bytes
+        applyOutputGate(outputGate.handed(bytes, now: core.eventLoop.now))
+    }
+
+    /// Flushes the transport; the socket's loop reports the batch's bytes back once they are written.
+    func flushTransport() {
+        let bytes = unflushedBytes
+        unflushedBytes = 0
+        transport?.flush(reportingWritten: bytes, to: writtenReporter)
+    }
+
+    /// The socket's loop wrote (or, closing, discarded) a flushed batch of `bytes`.
+    func outputWritten(_ bytes: Int) {
+        applyOutputGate(outputGate.written(bytes))
+    }
+
+    /// The closure is stored in the handler, so it holds the handler weakly (no retain cycle).
+    func makeWrittenReporter() -> @Sendable (Int) -> Void {
+        let loop = core.eventLoop
+        let box = NIOLoopBound(WeakConnectionBox(self), eventLoop: loop)
+        return { bytes in
+            if loop.inEventLoop {
+                box.value.connection?.outputWritten(bytes)
+            } else {
+                loop.execute { box.value.connection?.outputWritten(bytes) }
+            }
+        }
+    }
+
+    private func applyOutputGate(_ action: PendingOutputGate.Action) {
+        switch action {
+        case .none:
+            return
+        case .block(let closeAt):
+            session?.outbound.outputBlocked()
+            logger.notice(
+                "slow consumer: output blocked, QoS 0 dropped and QoS 1/2 queued until it drains",
+                metadata: ["pendingBytes": "\(outputGate.pendingBytes)"])
+            slowConsumerTimer?.cancel()
+            slowConsumerTimer = closeAt.map { deadline in
+                core.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [weak self] in
+                    guard let self else { return }
+                    self.slowConsumerTimer = nil
+                    if self.outputGate.timerFired(now: self.core.eventLoop.now) {
+                        self.closeSlowConsumer()
+                    }
+                }
+            }
+        case .unblock:
+            slowConsumerTimer?.cancel()
+            slowConsumerTimer = nil
+            logger.debug("slow consumer: output drained", metadata: ["pendingBytes": "\(outputGate.pendingBytes)"])
+            if let session, session.connection === self {
+                core.perform(session.outbound.outputUnblocked(), for: session)
+                core.flushDirty()
+            }
+        case .close:
+            // Not from inside the write that crossed the hard bound: the caller may be iterating sessions.
+            core.eventLoop.assumeIsolated().execute { [weak self] in
+                self?.closeSlowConsumer()
+            }
+        }
+    }
+
+    private func closeSlowConsumer() {
+        guard isOpen else { return }
+        core.statistics.slowConsumerDisconnects += 1
+        logger.warning(
+            "closing slow consumer",
+            metadata: ["pendingBytes": "\(outputGate.pendingBytes)", "limit": "\(outputGate.limit)"])
+        close(.slowConsumer)
+        core.flushDirty()
+    }
+
+    // MARK: Reading paused by the core
+
+    /// Stops reading from the socket and decoding what was read: a session this connection publishes into is
+    /// congested.
+    func pauseReadingByCore() {
+        guard !isReadingPausedByCore, isOpen else { return }
+        isReadingPausedByCore = true
+        transport?.setReadingPausedByCore(true)
+    }
+
+    /// Reads again: decodes what arrived meanwhile (on a later turn of the loop, not inside the caller), then lets
+    /// the socket read once nothing paused it again.
+    func resumeReadingByCore() {
+        guard isReadingPausedByCore else { return }
+        isReadingPausedByCore = false
+        core.eventLoop.assumeIsolated().execute { [weak self] in
+            guard let self, self.isOpen, !self.isReadingPausedByCore else { return }
+            self.decodeAvailablePackets()
+            self.core.flushDirty()
+            if !self.isReadingPausedByCore {
+                self.transport?.setReadingPausedByCore(false)
+            }
+        }
+    }
+}
+
+/// A weak reference to a connection handler, for callbacks the handler itself stores.
+private final class WeakConnectionBox {
+    weak var connection: BrokerConnectionHandler?
+
+    init(_ connection: BrokerConnectionHandler) {
+        self.connection = connection
+    }
+}

@@ -1,0 +1,77 @@
+import MQTTCore
+import NIOCore
+
+/// Flow control of the broker core: publisher back-pressure (``PublisherBackpressure``) and the drop counters of
+/// slow consumers (``PendingOutputGate``). Everything here runs on the core's event loop.
+extension BrokerCore {
+    /// The number of connections the core currently does not read because they fill a congested session
+    /// (`$SYS/broker/clients/backpressured`).
+    var backpressuredConnectionCount: Int { backpressure?.pausedConnectionCount ?? 0 }
+
+    /// How many times a connection was paused since the start (`$SYS/broker/clients/backpressure_pauses`).
+    var backpressurePauseCount: UInt64 { backpressure?.pauseCount ?? 0 }
+
+    /// A delivery at `qos` was queued (or dropped) for `session`: pause `publisher` if the session is online, not
+    /// the publisher's own, and its queue is above the high watermark.
+    func holdBackPublisher(_ publisher: BrokerConnectionHandler?, for session: BrokerSession, qos: QoS) {
+        guard let publisher, backpressure != nil, qos != .atMostOnce, let subscriber = session.connection,
+            subscriber !== publisher, session.outbound.isAboveHighWatermark
+        else { return }
+        let actions = backpressure?.queueAboveHighWatermark(
+            session: session.key, publisher: ObjectIdentifier(publisher), now: eventLoop.now) ?? []
+        apply(actions)
+    }
+
+    /// `session` acknowledged something: it is draining; resume its publishers once its queue is low.
+    func noteProgress(of session: BrokerSession) {
+        // Optional chaining, not `guard let`: no copy of the state machine on every acknowledgement.
+        guard backpressure?.isIdle == false, backpressure?.isCongested(session.key) == true else { return }
+        let actions = backpressure?.progress(
+            session: session.key, belowLowWatermark: session.outbound.isBelowLowWatermark, now: eventLoop.now) ?? []
+        apply(actions)
+    }
+
+    /// `session` lost its connection: it holds no publisher back any more.
+    func sessionWentOffline(_ session: BrokerSession) {
+        guard backpressure?.isIdle == false else { return }
+        apply(backpressure?.sessionGone(session.key) ?? [])
+    }
+
+    /// A QoS 0 message for a slow consumer was dropped.
+    func noteDroppedSlowConsumer(_ session: BrokerSession) {
+        statistics.publishDropped += 1
+        statistics.publishDroppedSlowConsumer += 1
+        let dropped = session.outbound.slowConsumerDroppedCount
+        guard dropped & (dropped - 1) == 0 else { return }  // logged at the 1st, 2nd, 4th ... drop
+        logger.notice(
+            "slow consumer: QoS 0 message dropped",
+            metadata: ["client": "\(session.clientID)", "dropped": "\(dropped)"]
+        )
+    }
+
+    private func apply(_ actions: [PublisherBackpressure<ObjectIdentifier, SessionKey>.Action]) {
+        for action in actions {
+            switch action {
+            case .pause(let id):
+                connections[id]?.pauseReadingByCore()
+            case .resume(let id):
+                connections[id]?.resumeReadingByCore()
+            }
+        }
+        scheduleStallCheck()
+    }
+
+    /// Arms the timer that releases the publishers of sessions that stopped acknowledging.
+    private func scheduleStallCheck() {
+        guard stallCheckTask == nil, !isShuttingDown, let deadline = backpressure?.nextStallDeadline else { return }
+        stallCheckTask = eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [weak self] in
+            guard let self else { return }
+            self.stallCheckTask = nil
+            let actions = self.backpressure?.checkStalls(now: self.eventLoop.now) ?? []
+            if !actions.isEmpty {
+                self.logger.notice("back-pressure released: a congested session stopped acknowledging")
+            }
+            self.apply(actions)
+        }
+    }
+}

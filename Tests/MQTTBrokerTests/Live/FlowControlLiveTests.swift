@@ -1,0 +1,96 @@
+import Foundation
+import MQTTCore
+import NIOCore
+import Testing
+
+@testable import MQTTBroker
+
+/// Publisher back-pressure over real sockets, with the socket on the core's loop (1 loop) and relayed from another
+/// loop (2 loops): a publisher that fills an online subscriber's queue is no longer read instead of having its
+/// messages dropped, and a subscriber that stops acknowledging releases it after the stall timeout.
+@Suite("Flow control (live)", .timeLimit(.minutes(1)))
+struct FlowControlLiveTests {
+    static let messageCount = 40
+
+    func configure(stall: TimeAmount, loops: Int) -> (inout BrokerConfiguration) -> Void {
+        { config in
+            config.maxInflightMessages = 1
+            config.maxQueuedMessages = 10
+            config.backpressureStallTimeout = stall
+            config.eventLoopCount = loops
+        }
+    }
+
+    /// Sends `count` QoS 1 PUBLISHes in one write (ids 1...count, payload = index).
+    func flood(_ publisher: LiveClient, topic: String, count: Int) async throws {
+        var buffer = publisher.channel.allocator.buffer(capacity: count * 32)
+        for index in 0..<count {
+            let packet = PublishPacket(
+                topic: topic, payload: ByteBuffer(string: "\(index)"), qos: .atLeastOnce, packetID: UInt16(index + 1))
+            try MQTTPacketEncoder.encode(.publish(packet), into: &buffer)
+        }
+        try await publisher.channel.writeAndFlush(buffer)
+    }
+
+    /// Counts PUBACKs until none arrives for `quiet`.
+    func countAcks(_ client: LiveClient, quiet: TimeAmount) async -> Int {
+        var acks = 0
+        while let packet = try? await client.next(timeout: quiet) {
+            if case .puback = packet { acks += 1 }
+        }
+        return acks
+    }
+
+    @Test("a subscriber that acknowledges late loses nothing: the publisher waits instead", arguments: [1, 2])
+    func publisherWaitsForSubscriber(loops: Int) async throws {
+        try await withLiveBroker(configure(stall: .seconds(10), loops: loops)) { server, address in
+            let (subscriber, _) = try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "slow-sub"))
+            _ = try await subscriber.subscribe("flow/t", qos: .atLeastOnce)
+            let (publisher, _) = try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "fast-pub"))
+            try await flood(publisher, topic: "flow/t", count: Self.messageCount)
+
+            // The subscriber has not acknowledged anything: 1 in flight, the queue a little above half of 10.
+            let early = await countAcks(publisher, quiet: .milliseconds(300))
+            #expect(early < Self.messageCount)
+            #expect(try await server.withCore { $0.backpressuredConnectionCount } == 1)
+
+            // Now it reads and acknowledges: everything arrives, in order, nothing dropped.
+            var received: [String] = []
+            for _ in 0..<Self.messageCount {
+                received.append(String(buffer: try await subscriber.nextPublish().payload))
+            }
+            #expect(received == (0..<Self.messageCount).map(String.init))
+            let late = await countAcks(publisher, quiet: .milliseconds(300))
+            #expect(early + late == Self.messageCount)
+            let (dropped, paused, pauses) = try await server.withCore {
+                ($0.statistics.publishDropped, $0.backpressuredConnectionCount, $0.backpressurePauseCount)
+            } ?? (1, 1, 0)
+            #expect(dropped == 0)
+            #expect(paused == 0)
+            #expect(pauses >= 1)
+            await publisher.close()
+            await subscriber.close()
+        }
+    }
+
+    @Test("a subscriber that never acknowledges releases the publisher after the stall timeout; its queue drops")
+    func stalledSubscriberReleasesPublisher() async throws {
+        try await withLiveBroker(configure(stall: .milliseconds(300), loops: 2)) { server, address in
+            let (subscriber, _) = try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "stuck-sub"))
+            _ = try await subscriber.subscribe("flow/t", qos: .atLeastOnce)
+            let (publisher, _) = try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "pub"))
+            try await flood(publisher, topic: "flow/t", count: Self.messageCount)
+            // Paused at first, then released: every publish is acknowledged within a few stall timeouts.
+            let acks = await countAcks(publisher, quiet: .milliseconds(1500))
+            #expect(acks == Self.messageCount)
+            let (queueFull, paused) = try await server.withCore {
+                ($0.statistics.publishDroppedQueueFull, $0.backpressuredConnectionCount)
+            } ?? (0, 1)
+            // 1 in flight + 10 queued; the rest dropped and counted.
+            #expect(queueFull == UInt64(Self.messageCount - 11))
+            #expect(paused == 0)
+            await publisher.close()
+            await subscriber.close()
+        }
+    }
+}
