@@ -65,6 +65,9 @@ public struct BrokerConfiguration: Sendable {
     /// this many loops its loops are used, otherwise the broker runs a group of this size itself. The broker's
     /// state and routing stay on one loop. Values below 1 count as 1.
     public var eventLoopCount: Int = System.coreCount
+    /// [persist] Durable persistence of retained messages and persistent sessions (`persistence true`); nil = off,
+    /// as in mosquitto: then everything is kept in memory only and lost when the broker stops.
+    public var persistence: PersistenceConfiguration? = nil
 
     /// Creates the default configuration.
     public init() {}

@@ -101,10 +101,12 @@ public final class MQTTBrokerServer: Service, Sendable {
                 }
             }
 
-        let binds = configuration.listeners.map { listener in
-            bootstrap.bind(host: listener.host, port: listener.port)
+        let listeners = configuration.listeners
+        let boundBootstrap = NIOLoopBound(bootstrap, eventLoop: coreLoop)
+        let binds = core.openPersistence().flatMap {  // [persist] recover before accepting clients
+            EventLoopFuture.whenAllComplete(listeners.map { boundBootstrap.value.bind(host: $0.host, port: $0.port) }, on: coreLoop)
         }
-        let started = EventLoopFuture.whenAllComplete(binds, on: eventLoop).flatMapThrowing { results -> [SocketAddress] in
+        let started = binds.flatMapThrowing { results -> [SocketAddress] in
             var channels: [any Channel] = []
             var firstError: (any Error)?
             for result in results {
@@ -149,7 +151,10 @@ public final class MQTTBrokerServer: Service, Sendable {
         state.value.isShutDown = true
         let listenersClosed = state.value.serverChannels.map { $0.close() }
         state.value.serverChannels = []
-        let connectionsClosed = state.value.core?.shutdown() ?? eventLoop.makeSucceededVoidFuture()
+        let core = state.value.core.map { NIOLoopBound($0, eventLoop: eventLoop) }
+        let connectionsClosed = (core?.value.shutdown() ?? eventLoop.makeSucceededVoidFuture()).flatMap {
+            core?.value.closePersistence() ?? self.eventLoop.makeSucceededVoidFuture()  // [persist] final snapshot
+        }
         let ownedSocketGroup = state.value.ownedSocketGroup
         state.value.ownedSocketGroup = nil
         let done = EventLoopFuture.whenAllComplete(listenersClosed + [connectionsClosed], on: eventLoop).flatMap { _ in

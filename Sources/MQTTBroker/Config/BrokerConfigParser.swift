@@ -34,10 +34,12 @@ public enum BrokerConfigParser {
         var listeners: [BrokerConfiguration.Listener] = []
         var logTypeLevel: Logger.Level?
         var anonymousSet = false
+        var persistenceLines = PersistenceConfigLines()  // [persist]
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = ConfigLine(rawLine, source: source, number: index + 1)
             guard let option = line.option else { continue }
             anonymousSet = anonymousSet || option == "allow_anonymous"
+            if try persistenceLines.take(option, line) { continue }  // [persist]
             try apply(option, line, to: &settings, listeners: &listeners, logTypeLevel: &logTypeLevel)
         }
         if !listeners.isEmpty {
@@ -46,6 +48,7 @@ public enum BrokerConfigParser {
         if let logTypeLevel {
             settings.logLevel = logTypeLevel
         }
+        settings.configuration.persistence = try persistenceLines.configuration()  // [persist]
         if !anonymousSet {
             settings.configuration.allowAnonymous = settings.configuration.listeners.allSatisfy {
                 loopbackHosts.contains($0.host)
@@ -59,7 +62,7 @@ public enum BrokerConfigParser {
 
     /// Options refused until the broker implements them.
     static let notYetSupported: Set<String> = [
-        "persistence_location", "autosave_interval", "cafile", "capath",
+        "autosave_on_changes", "persistence_file", "cafile", "capath",
         "certfile", "keyfile", "require_certificate", "tls_version", "max_queued_bytes",
         "bind_address", "bind_interface", "protocol", "mount_point", "include_dir", "plugin", "auth_plugin",
         "psk_file", "use_identity_as_username", "allow_zero_length_clientid", "persistent_client_expiration",
@@ -123,11 +126,6 @@ public enum BrokerConfigParser {
         case "connect_timeout":
             let seconds = try line.integer(line.single(), in: 1...3600)
             settings.configuration.connectTimeout = .seconds(Int64(seconds))
-        case "persistence":
-            // Only `false` until durable persistence lands: `true` must not silently lose data.
-            if try line.bool(line.single()) {
-                throw .unsupportedOption(source: line.source, line: line.number, option: "persistence true")
-            }
         case "queue_qos0_messages":
             if try line.bool(line.single()) {
                 throw .unsupportedOption(source: line.source, line: line.number, option: "queue_qos0_messages true")

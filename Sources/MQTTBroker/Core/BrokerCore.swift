@@ -20,7 +20,7 @@ final class BrokerCore {
 
     var statistics = BrokerStatistics()
     private var sessionsByClientID: [String: BrokerSession] = [:]
-    private var sessionsByKey: [SessionKey: BrokerSession] = [:]
+    private(set) var sessionsByKey: [SessionKey: BrokerSession] = [:]
     private let subscriptionIndex = SubscriptionIndex<SessionKey>()
     let retainedStore = RetainedStore()
     /// Every open connection, connected or still waiting for CONNECT, for shutdown.
@@ -31,6 +31,8 @@ final class BrokerCore {
     private var nextAssignedID: UInt64 = 0
     private(set) var isShuttingDown = false
     private var sysTask: Scheduled<Void>?
+    /// [persist] Durable persistence (Persistence/); nil when off, which keeps every hook a nil check.
+    var persistence: PersistenceStore?
 
     init(configuration: BrokerConfiguration, logger: Logger, eventLoop: any EventLoop) {
         self.configuration = configuration
@@ -114,6 +116,7 @@ final class BrokerCore {
         session.accessPolicy = ClientAccessPolicy(acl: configuration.accessControl, clientID: clientID, username: packet.username)
         session.connection = connection
         connection.session = session
+        if !sessionPresent, !packet.cleanSession { persistence?.sessionCreated(session) }  // [persist]
         connectedClientCount += 1
         statistics.maximumConnected = max(statistics.maximumConnected, connectedClientCount)
         return .accepted(session: session, sessionPresent: sessionPresent)
@@ -160,11 +163,16 @@ final class BrokerCore {
     func route(_ message: BrokerMessage) {
         if message.retain {
             retainedStore.apply(message)
+            persistence?.retainedChanged(message)  // [persist]
         }
         let matches = subscriptionIndex.matches(topic: message.topic)
-        guard !matches.isEmpty else { return }
+        guard !matches.isEmpty else {
+            persistence?.routedNowhere(message)  // [persist]
+            return
+        }
         var forwarded = message
         forwarded.retain = false
+        var recorder = persistence?.routeRecorder(for: &forwarded)  // [persist] records persistent targets
         var sharedQoS0: PublishEncoding.Encoded?
         for (key, grantedQoS) in matches {
             guard let session = sessionsByKey[key] else { continue }
@@ -172,6 +180,7 @@ final class BrokerCore {
             let qos = min(message.qos, grantedQoS)
             switch session.outbound.enqueue(forwarded, qos: qos, retain: false) {
             case .send(let delivery):
+                if recorder?.handles(delivery, for: session) == true { continue }  // [persist]
                 guard let connection = session.connection else { continue }
                 if delivery.qos == .atMostOnce {
                     // Every QoS 0 copy is byte-identical: encode once, share the buffers.
@@ -181,18 +190,22 @@ final class BrokerCore {
                 } else {
                     connection.writePublish(delivery)
                 }
-            case .queued, .discarded:
+            case .queued:
+                recorder?.queued(qos, for: session)  // [persist]
+            case .discarded:
                 continue
             case .dropped:
                 noteDropped(session)
             }
         }
+        recorder?.finish()  // [persist]
     }
 
     /// Adds or replaces a subscription (re-subscribing replaces the QoS, MQTT-3.8.4-3).
     func subscribe(_ session: BrokerSession, to filter: String, qos: QoS) {
         session.subscriptions[filter] = qos
         subscriptionIndex.subscribe(session.key, to: filter, qos: qos)
+        persistence?.subscribed(session, to: filter, qos: qos)  // [persist]
     }
 
     /// Sends the retained messages matching a new or renewed subscription, with RETAIN set (MQTT-3.3.1-6).
@@ -207,11 +220,16 @@ final class BrokerCore {
     func unsubscribe(_ session: BrokerSession, from filter: String) {
         guard session.subscriptions.removeValue(forKey: filter) != nil else { return }
         subscriptionIndex.unsubscribe(session.key, from: filter)
+        persistence?.unsubscribed(session, from: filter)  // [persist]
     }
 
     /// Writes the outcome of an outbound-flow event to the session's connection.
     func perform(_ actions: [OutboundAction], for session: BrokerSession) {
         guard let connection = session.connection else { return }
+        if let persistence, !session.cleanSession {  // [persist] QoS 2 steps wait for their records
+            persistence.perform(actions, for: session, via: connection)
+            return
+        }
         for action in actions {
             switch action {
             case .publish(let delivery):
@@ -223,14 +241,20 @@ final class BrokerCore {
     }
 
     private func offer(_ message: BrokerMessage, qos: QoS, retain: Bool, to session: BrokerSession) {
+        var message = message
+        var recorder = persistence?.retainedCopyRecorder(for: &message, qos: qos, session: session)  // [persist]
         switch session.outbound.enqueue(message, qos: qos, retain: retain) {
         case .send(let delivery):
+            if recorder?.handles(delivery, for: session) == true { break }  // [persist]
             session.connection?.writePublish(delivery)
-        case .queued, .discarded:
+        case .queued:
+            recorder?.queued(qos, for: session)  // [persist]
+        case .discarded:
             break
         case .dropped:
             noteDropped(session)
         }
+        recorder?.finish()  // [persist]
     }
 
     private func noteDropped(_ session: BrokerSession) {
@@ -262,7 +286,7 @@ final class BrokerCore {
 
     // MARK: Sessions
 
-    private func makeSession(clientID: String, cleanSession: Bool) -> BrokerSession {
+    func makeSession(clientID: String, cleanSession: Bool) -> BrokerSession {
         nextSessionKey += 1
         let session = BrokerSession(
             key: SessionKey(rawValue: nextSessionKey),
@@ -280,6 +304,7 @@ final class BrokerCore {
     }
 
     private func removeSession(_ session: BrokerSession) {
+        if !session.cleanSession { persistence?.sessionRemoved(session) }  // [persist]
         for filter in session.subscriptions.keys {
             subscriptionIndex.unsubscribe(session.key, from: filter)
         }

@@ -12,4 +12,6 @@ struct BrokerMessage: Sendable, Hashable {
     var qos: QoS
     /// The RETAIN flag it was published with.
     var retain: Bool
+    /// [persist] The id of the message's record in the persistence store; 0 when it has none.
+    var storeID: UInt64 = 0
 }
