@@ -17,12 +17,60 @@ struct PersistentState: Sendable {
         var state: StoredDeliveryState
     }
 
-    /// One persistent session.
+    /// One persistent session. Deliveries are indexed by message id and by packet id, so replaying a long log
+    /// costs a hash lookup per record, not a scan of the session's queue.
     struct Session: Sendable, Hashable {
         var subscriptions: [String: QoS] = [:]
         var inboundQoS2: Set<UInt16> = []
+        /// Message id -> (arrival order, delivery).
+        private(set) var deliveryByID: [UInt64: (order: UInt64, delivery: Delivery)] = [:]
+        /// Packet id -> message id, for QoS 2 deliveries whose PUBLISH was sent.
+        private var idByPacketID: [UInt16: UInt64] = [:]
+        private var nextOrder: UInt64 = 0
+
+        static func == (lhs: Session, rhs: Session) -> Bool {
+            lhs.subscriptions == rhs.subscriptions && lhs.inboundQoS2 == rhs.inboundQoS2 && lhs.deliveries == rhs.deliveries
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(subscriptions)
+            hasher.combine(inboundQoS2)
+            hasher.combine(deliveries)
+        }
+
         /// In the order the session received them.
-        var deliveries: [Delivery] = []
+        var deliveries: [Delivery] {
+            deliveryByID.values.sorted { $0.order < $1.order }.map(\.delivery)
+        }
+
+        var deliveryCount: Int { deliveryByID.count }
+
+        mutating func append(_ delivery: Delivery) {
+            deliveryByID[delivery.storeID] = (nextOrder, delivery)
+            nextOrder += 1
+            if let packetID = delivery.packetID { idByPacketID[packetID] = delivery.storeID }
+        }
+
+        /// Changes the delivery of message `storeID` (or of `packetID`); false when there is none or `accept` refuses it.
+        mutating func update(storeID: UInt64? = nil, packetID: UInt16? = nil, if accept: (Delivery) -> Bool, _ change: (inout Delivery) -> Void) -> Bool {
+            guard let id = storeID ?? packetID.flatMap({ idByPacketID[$0] }), var entry = deliveryByID[id], accept(entry.delivery) else {
+                return false
+            }
+            change(&entry.delivery)
+            deliveryByID[id] = entry
+            if let packetID = entry.delivery.packetID { idByPacketID[packetID] = id }
+            return true
+        }
+
+        /// Removes the delivery of message `storeID` (or of `packetID`); false when there is none or `accept` refuses it.
+        mutating func remove(storeID: UInt64? = nil, packetID: UInt16? = nil, if accept: (Delivery) -> Bool) -> Bool {
+            guard let id = storeID ?? packetID.flatMap({ idByPacketID[$0] }), let entry = deliveryByID[id], accept(entry.delivery) else {
+                return false
+            }
+            deliveryByID[id] = nil
+            if let packetID = entry.delivery.packetID, idByPacketID[packetID] == id { idByPacketID[packetID] = nil }
+            return true
+        }
     }
 
     /// The retained message of one topic.
@@ -73,22 +121,24 @@ struct PersistentState: Sendable {
             }
             for target in targets {
                 updateSession(target.clientID) {
-                    $0.deliveries.append(Delivery(storeID: storeID, qos: target.qos, retain: target.retain, packetID: nil, state: .queued))
+                    $0.append(Delivery(storeID: storeID, qos: target.qos, retain: target.retain, packetID: nil, state: .queued))
                 }
             }
         case .outboundSent(let clientID, let packetID, let storeID):
-            updateDelivery(clientID, where: { $0.storeID == storeID && $0.packetID == nil }) {
-                $0.packetID = packetID
-                $0.state = .awaitingPubRec
+            checked(clientID) {
+                $0.update(storeID: storeID, if: { $0.packetID == nil }) {
+                    $0.packetID = packetID
+                    $0.state = .awaitingPubRec
+                }
             }
         case .outboundReleased(let clientID, let packetID):
-            updateDelivery(clientID, where: { $0.packetID == packetID && $0.state == .awaitingPubRec }) {
-                $0.state = .awaitingPubComp
+            checked(clientID) {
+                $0.update(packetID: packetID, if: { $0.state == .awaitingPubRec }) { $0.state = .awaitingPubComp }
             }
         case .outboundCompleted(let clientID, let packetID):
-            removeDelivery(clientID, where: { $0.packetID == packetID && $0.state == .awaitingPubComp })
+            checked(clientID) { $0.remove(packetID: packetID, if: { $0.state == .awaitingPubComp }) }
         case .outboundAcked(let clientID, let storeID):
-            removeDelivery(clientID, where: { $0.storeID == storeID && $0.qos == .atLeastOnce })
+            checked(clientID) { $0.remove(storeID: storeID, if: { $0.qos == .atLeastOnce }) }
         case .inboundReceived(let clientID, let packetID):
             updateSession(clientID) { $0.inboundQoS2.insert(packetID) }
         case .inboundReleased(let clientID, let packetID):
@@ -98,8 +148,7 @@ struct PersistentState: Sendable {
         case .delivery(let clientID, let storeID, let qos, let retain, let packetID, let state):
             highestStoreID = max(highestStoreID, storeID)
             updateSession(clientID) {
-                $0.deliveries.append(
-                    Delivery(storeID: storeID, qos: qos, retain: retain, packetID: packetID == 0 ? nil : packetID, state: state))
+                $0.append(Delivery(storeID: storeID, qos: qos, retain: retain, packetID: packetID == 0 ? nil : packetID, state: state))
             }
         case .snapshotEnd:
             break
@@ -111,15 +160,15 @@ struct PersistentState: Sendable {
     mutating func pruneMessages() {
         var needed = Set(pendingRoutes)
         for session in sessions.values {
-            for delivery in session.deliveries where delivery.state != .awaitingPubComp {
-                needed.insert(delivery.storeID)
+            for (storeID, entry) in session.deliveryByID where entry.delivery.state != .awaitingPubComp {
+                needed.insert(storeID)
             }
         }
         messages = messages.filter { needed.contains($0.key) }
     }
 
     /// The number of deliveries held by all sessions.
-    var deliveryCount: Int { sessions.values.reduce(0) { $0 + $1.deliveries.count } }
+    var deliveryCount: Int { sessions.values.reduce(0) { $0 + $1.deliveryCount } }
 
     private mutating func updateSession(_ clientID: String, _ change: (inout Session) -> Void) {
         guard var session = sessions[clientID] else {
@@ -131,23 +180,10 @@ struct PersistentState: Sendable {
         sessions[clientID] = session
     }
 
-    private mutating func updateDelivery(_ clientID: String, where matches: (Delivery) -> Bool, _ change: (inout Delivery) -> Void) {
+    /// Applies a delivery change that reports whether it found its delivery; a miss is an inconsistency.
+    private mutating func checked(_ clientID: String, _ change: (inout Session) -> Bool) {
         var found = false
-        updateSession(clientID) { session in
-            guard let index = session.deliveries.firstIndex(where: matches) else { return }
-            found = true
-            change(&session.deliveries[index])
-        }
-        if !found { inconsistencies += 1 }
-    }
-
-    private mutating func removeDelivery(_ clientID: String, where matches: (Delivery) -> Bool) {
-        var found = false
-        updateSession(clientID) { session in
-            guard let index = session.deliveries.firstIndex(where: matches) else { return }
-            found = true
-            session.deliveries.remove(at: index)
-        }
-        if !found { inconsistencies += 1 }
+        updateSession(clientID) { found = change(&$0) }
+        if !found, sessions[clientID] != nil { inconsistencies += 1 }
     }
 }
