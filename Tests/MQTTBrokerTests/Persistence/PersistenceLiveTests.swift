@@ -20,8 +20,13 @@ private func startPersistentBroker(
     var logger = Logger(label: "mqttchat.broker.persist-test")
     logger.logLevel = ProcessInfo.processInfo.environment["BROKER_TEST_LOG"] == nil ? .critical : .debug
     let server = MQTTBrokerServer(configuration: configuration, logger: logger)
-    let address = try await server.start()[0]
-    return (server, address)
+    do {
+        let address = try await server.start()[0]
+        return (server, address)
+    } catch {
+        await server.shutdown()  // releases the directory lock if recovery got that far
+        throw error
+    }
 }
 
 /// A fresh temporary directory, removed by the caller.
