@@ -90,8 +90,8 @@ public final class MQTTBrokerServer: Service, Sendable {
         let coreLoop = eventLoop
         let socketGroup = makeSocketGroup()
         let logger = self.logger
-        let binds = zip(configuration.listeners, tlsContexts).map { listener, tls in
-            ServerBootstrap(group: eventLoop, childGroup: socketGroup)
+        let bootstraps = zip(configuration.listeners, tlsContexts).map { listener, tls in
+            let bootstrap = ServerBootstrap(group: eventLoop, childGroup: socketGroup)
                 .serverChannelOption(.backlog, value: 256)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
@@ -109,9 +109,15 @@ public final class MQTTBrokerServer: Service, Sendable {
                         }
                     }
                 }
-                .bind(host: listener.host, port: listener.port)
+            return (bootstrap: bootstrap, listener: listener)
         }
-        let started = EventLoopFuture.whenAllComplete(binds, on: eventLoop).flatMapThrowing { results -> [SocketAddress] in
+        let boundBootstraps = NIOLoopBound(bootstraps, eventLoop: coreLoop)
+        let binds = core.openPersistence().flatMap {  // [persist] recover before accepting clients
+            EventLoopFuture.whenAllComplete(
+                boundBootstraps.value.map { $0.bootstrap.bind(host: $0.listener.host, port: $0.listener.port) },
+                on: coreLoop)
+        }
+        let started = binds.flatMapThrowing { results -> [SocketAddress] in
             var channels: [any Channel] = []
             var firstError: (any Error)?
             for result in results {
@@ -156,7 +162,10 @@ public final class MQTTBrokerServer: Service, Sendable {
         state.value.isShutDown = true
         let listenersClosed = state.value.serverChannels.map { $0.close() }
         state.value.serverChannels = []
-        let connectionsClosed = state.value.core?.shutdown() ?? eventLoop.makeSucceededVoidFuture()
+        let core = state.value.core.map { NIOLoopBound($0, eventLoop: eventLoop) }
+        let connectionsClosed = (core?.value.shutdown() ?? eventLoop.makeSucceededVoidFuture()).flatMap {
+            core?.value.closePersistence() ?? self.eventLoop.makeSucceededVoidFuture()  // [persist] final snapshot
+        }
         let ownedSocketGroup = state.value.ownedSocketGroup
         state.value.ownedSocketGroup = nil
         let done = EventLoopFuture.whenAllComplete(listenersClosed + [connectionsClosed], on: eventLoop).flatMap { _ in

@@ -49,6 +49,11 @@ struct BrokerCommand: AsyncParsableCommand {
         let addresses: [String]
         do {
             addresses = try await broker.start().map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" }
+        } catch let error as PersistenceError {
+            // Recovery refused the persistence directory (damaged file, lock held, I/O error): say exactly why.
+            Console.error("mqttchat broker: persistence: \(error)")
+            await broker.shutdown()
+            throw CLIExitCode.ioError.exitCode
         } catch {
             Console.error("mqttchat broker: cannot listen: \(error)")
             await broker.shutdown()

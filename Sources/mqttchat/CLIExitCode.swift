@@ -16,7 +16,8 @@ enum CLIExitCode: Int32, Sendable {
     case unavailable = 69
     /// The broker could not bind a listener (EX_OSERR).
     case listenFailed = 71
-    /// The local history database could not be opened, read or written (EX_IOERR).
+    /// The local history database could not be opened, read or written, or the broker's persistence directory
+    /// could not be recovered (EX_IOERR).
     case ioError = 74
     /// The broker refused the credentials or the client is not authorised (EX_NOPERM).
     case noPermission = 77

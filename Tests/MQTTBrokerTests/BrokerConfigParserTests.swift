@@ -59,7 +59,11 @@ struct BrokerConfigParserTests {
         let cases: [(String, BrokerConfigError)] = [
             ("bogus 1", .unknownOption(source: "t", line: 1, option: "bogus")),
             ("\ncapath /x", .unsupportedOption(source: "t", line: 2, option: "capath")),
-            ("persistence true", .unsupportedOption(source: "t", line: 1, option: "persistence true")),
+            (
+                "persistence true",
+                .missingValue(source: "t", line: 1, option: "persistence_location (needed by persistence true)")
+            ),
+            ("persistence_file x.db", .unsupportedOption(source: "t", line: 1, option: "persistence_file")),
             ("listener", .missingValue(source: "t", line: 1, option: "listener")),
             ("max_qos 1 2", .extraValues(source: "t", line: 1, option: "max_qos")),
             ("max_qos 3", .invalidValue(source: "t", line: 1, option: "max_qos", value: "3", expected: "an integer in 0...2")),
@@ -69,6 +73,20 @@ struct BrokerConfigParserTests {
         for (text, expected) in cases {
             #expect(throws: expected, "\(text)") { try BrokerConfigParser.parse(text, source: "t") }
         }
+    }
+
+    @Test("persistence options in any order build the persistence configuration; off unless persistence true")
+    func persistenceOptions() throws {
+        let on = try BrokerConfigParser.parse(
+            "autosave_interval 60\npersistence_location /tmp/p\npersistence true\npersistence_recover_partial true")
+        #expect(
+            on.configuration.persistence
+                == PersistenceConfiguration(directory: "/tmp/p", autosaveInterval: .seconds(60), recoverPartial: true))
+        let sizeOnly = try BrokerConfigParser.parse("persistence true\npersistence_location /tmp/p\nautosave_interval 0")
+        #expect(sizeOnly.configuration.persistence?.autosaveInterval == nil)
+        #expect(sizeOnly.configuration.persistence?.recoverPartial == false)
+        let off = try BrokerConfigParser.parse("persistence false\npersistence_location /tmp/p")
+        #expect(off.configuration.persistence == nil)
     }
 
     @Test("the shipped broker-config/mqttchat.conf parses to a loopback-only listener")

@@ -40,6 +40,7 @@ public enum BrokerConfigParser {
         var logTypeLevel: Logger.Level?
         var anonymousSet = false
         var tlsDrafts: [Int: ListenerTLSDraft] = [:]  // [tls] by listener index
+        var persistenceLines = PersistenceConfigLines()  // [persist]
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = ConfigLine(rawLine, source: source, number: index + 1)
             guard let option = line.option else { continue }
@@ -52,6 +53,7 @@ public enum BrokerConfigParser {
                 try tlsDrafts[listeners.count - 1, default: ListenerTLSDraft()].record(option, line)
                 continue
             }
+            if try persistenceLines.take(option, line) { continue }  // [persist]
             try apply(option, line, to: &settings, listeners: &listeners, logTypeLevel: &logTypeLevel)
         }
         for (index, draft) in tlsDrafts.sorted(by: { $0.key < $1.key }) {
@@ -63,6 +65,7 @@ public enum BrokerConfigParser {
         if let logTypeLevel {
             settings.logLevel = logTypeLevel
         }
+        settings.configuration.persistence = try persistenceLines.configuration()  // [persist]
         if !anonymousSet {
             settings.configuration.allowAnonymous = settings.configuration.listeners.allSatisfy {
                 loopbackHosts.contains($0.host)
@@ -76,7 +79,7 @@ public enum BrokerConfigParser {
 
     /// Options refused until the broker implements them.
     static let notYetSupported: Set<String> = [
-        "persistence_location", "autosave_interval", "capath",
+        "autosave_on_changes", "persistence_file", "capath",
         "bind_address", "bind_interface", "protocol", "mount_point", "include_dir", "plugin", "auth_plugin",
         "psk_file", "use_subject_as_username", "allow_zero_length_clientid", "persistent_client_expiration",
         "message_size_limit", "upgrade_outgoing_qos", "socket_domain", "http_dir", "websockets_log_level",
@@ -149,11 +152,6 @@ public enum BrokerConfigParser {
         case "connect_timeout":
             let seconds = try line.integer(line.single(), in: 1...3600)
             settings.configuration.connectTimeout = .seconds(Int64(seconds))
-        case "persistence":
-            // Only `false` until durable persistence lands: `true` must not silently lose data.
-            if try line.bool(line.single()) {
-                throw .unsupportedOption(source: line.source, line: line.number, option: "persistence true")
-            }
         case "queue_qos0_messages":
             if try line.bool(line.single()) {
                 throw .unsupportedOption(source: line.source, line: line.number, option: "queue_qos0_messages true")

@@ -323,46 +323,50 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         if !routable {
             logger.notice("PUBLISH ignored: $SYS topic or acl denies write", metadata: ["topic": "\(publish.topic)"])
         }
+        // [persist] acceptPublish routes and acknowledges at once, or once the message is durable.
         switch publish.qos {
         case .atMostOnce:
-            if routable { core.route(message) }
+            core.acceptPublish(message, from: session, routable: routable, acknowledgement: nil, via: self)
         case .atLeastOnce:
             guard let packetID = publish.packetID else {
                 close(.protocolViolation(.missingPacketID))
                 return
             }
-            if routable { core.route(message, from: self) }
-            write(.puback(PubAckPacket(packetID: packetID)))
+            core.acceptPublish(message, from: session, routable: routable, acknowledgement: .puback(PubAckPacket(packetID: packetID)), via: self)
         case .exactlyOnce:
             guard let packetID = publish.packetID else {
                 close(.protocolViolation(.missingPacketID))
                 return
             }
-            if session.inboundQoS2.publishReceived(packetID: packetID), routable {
-                core.route(message, from: self)
+            let pubrec = MQTTPacket.pubrec(PubRecPacket(packetID: packetID))
+            if session.inboundQoS2.publishReceived(packetID: packetID) {
+                core.acceptPublish(message, from: session, routable: routable, acknowledgement: pubrec, via: self)
+            } else {
+                core.writeWhenDurable(pubrec, via: self)  // a duplicate: PUBREC once the original is durable
             }
-            write(.pubrec(PubRecPacket(packetID: packetID)))
         }
     }
 
     private func handlePubAck(_ puback: PubAckPacket) {
         guard let session = attachedSession() else { return }
+        core.persistence?.outboundAcknowledged(.puback, packetID: puback.packetID, session: session)  // [persist]
         core.perform(session.outbound.pubAckReceived(packetID: puback.packetID), for: session)
     }
 
     private func handlePubRec(_ pubrec: PubRecPacket) {
         guard let session = attachedSession() else { return }
+        core.persistence?.outboundAcknowledged(.pubrec, packetID: pubrec.packetID, session: session)  // [persist]
         core.perform(session.outbound.pubRecReceived(packetID: pubrec.packetID), for: session)
     }
 
     private func handlePubRel(_ pubrel: PubRelPacket) {
         guard let session = attachedSession() else { return }
-        session.inboundQoS2.releaseReceived(packetID: pubrel.packetID)
-        write(.pubcomp(PubCompPacket(packetID: pubrel.packetID)))
+        core.releaseInboundQoS2(session, packetID: pubrel.packetID, via: self)  // [persist] PUBCOMP once durable
     }
 
     private func handlePubComp(_ pubcomp: PubCompPacket) {
         guard let session = attachedSession() else { return }
+        core.persistence?.outboundAcknowledged(.pubcomp, packetID: pubcomp.packetID, session: session)  // [persist]
         core.perform(session.outbound.pubCompReceived(packetID: pubcomp.packetID), for: session)
     }
 
@@ -405,9 +409,11 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
             accepted.append((request.topicFilter, granted))
             logger.debug("subscribed", metadata: ["filter": "\(request.topicFilter)", "qos": "\(granted.rawValue)"])
         }
-        write(.suback(SubAckPacket(packetID: subscribe.packetID, returnCodes: returnCodes)))
-        for (filter, qos) in accepted {
-            core.deliverRetained(matching: filter, grantedQoS: qos, to: session)
+        core.whenDurable { [self] in  // [persist] SUBACK once the subscriptions are durable
+            write(.suback(SubAckPacket(packetID: subscribe.packetID, returnCodes: returnCodes)))
+            for (filter, qos) in accepted {
+                core.deliverRetained(matching: filter, grantedQoS: qos, to: session)
+            }
         }
     }
 
@@ -416,7 +422,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         for filter in unsubscribe.topicFilters {
             core.unsubscribe(session, from: filter)
         }
-        write(.unsuback(UnsubAckPacket(packetID: unsubscribe.packetID)))
+        core.whenDurable { [self] in write(.unsuback(UnsubAckPacket(packetID: unsubscribe.packetID))) }  // [persist]
     }
 
     private func handlePingReq() {

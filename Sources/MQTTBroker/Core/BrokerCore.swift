@@ -20,7 +20,7 @@ final class BrokerCore {
 
     var statistics = BrokerStatistics()
     private var sessionsByClientID: [String: BrokerSession] = [:]
-    private var sessionsByKey: [SessionKey: BrokerSession] = [:]
+    private(set) var sessionsByKey: [SessionKey: BrokerSession] = [:]
     private let subscriptionIndex = SubscriptionIndex<SessionKey>()
     let retainedStore = RetainedStore()
     /// Every open connection, connected or still waiting for CONNECT, for shutdown.
@@ -34,6 +34,8 @@ final class BrokerCore {
     // [flow] publisher back-pressure (BrokerCore+FlowControl.swift); nil when `backpressure_stall_ms` is 0.
     var backpressure: PublisherBackpressure<ObjectIdentifier, SessionKey>?
     var stallCheckTask: Scheduled<Void>?
+    /// [persist] Durable persistence (Persistence/); nil when off, which keeps every hook a nil check.
+    var persistence: PersistenceStore?
 
     init(configuration: BrokerConfiguration, logger: Logger, eventLoop: any EventLoop) {
         self.configuration = configuration
@@ -119,6 +121,7 @@ final class BrokerCore {
         session.accessPolicy = ClientAccessPolicy(acl: configuration.accessControl, clientID: clientID, username: packet.username)
         session.connection = connection
         connection.session = session
+        if !sessionPresent, !packet.cleanSession { persistence?.sessionCreated(session) }  // [persist]
         connectedClientCount += 1
         statistics.maximumConnected = max(statistics.maximumConnected, connectedClientCount)
         return .accepted(session: session, sessionPresent: sessionPresent)
@@ -172,9 +175,11 @@ final class BrokerCore {
         let message = mayBeKept ? message.compactedForKeeping() : message
         if message.retain {
             retainedStore.apply(message)
+            persistence?.retainedChanged(message)  // [persist]
         }
         var forwarded = message
         forwarded.retain = false
+        var recorder = persistence?.routeRecorder(for: &forwarded)  // [persist] records persistent targets
         var sharedQoS0: PublishEncoding.Encoded?
         subscriptionIndex.forEachMatch(topic: message.topic) { key, grantedQoS in
             guard let session = sessionsByKey[key] else { return }
@@ -182,6 +187,7 @@ final class BrokerCore {
             let qos = min(message.qos, grantedQoS)
             switch session.outbound.enqueue(forwarded, qos: qos, retain: false) {
             case .send(let delivery):
+                if recorder?.handles(delivery, for: session) == true { return }  // [persist]
                 guard let connection = session.connection else { return }
                 if delivery.qos == .atMostOnce {
                     // Every QoS 0 copy is byte-identical: encode once, share the buffers.
@@ -192,6 +198,7 @@ final class BrokerCore {
                     connection.writePublish(delivery)
                 }
             case .queued:
+                recorder?.queued(qos, for: session)  // [persist]
                 holdBackPublisher(publisher, for: session, qos: qos)  // [flow]
             case .discarded:
                 return
@@ -202,12 +209,14 @@ final class BrokerCore {
                 noteDroppedSlowConsumer(session)  // [flow]
             }
         }
+        recorder?.finish()  // [persist]
     }
 
     /// Adds or replaces a subscription (re-subscribing replaces the QoS, MQTT-3.8.4-3).
     func subscribe(_ session: BrokerSession, to filter: String, qos: QoS) {
         session.subscriptions[filter] = qos
         subscriptionIndex.subscribe(session.key, to: filter, qos: qos)
+        persistence?.subscribed(session, to: filter, qos: qos)  // [persist]
     }
 
     /// Sends the retained messages matching a new or renewed subscription, with RETAIN set (MQTT-3.3.1-6).
@@ -222,11 +231,16 @@ final class BrokerCore {
     func unsubscribe(_ session: BrokerSession, from filter: String) {
         guard session.subscriptions.removeValue(forKey: filter) != nil else { return }
         subscriptionIndex.unsubscribe(session.key, from: filter)
+        persistence?.unsubscribed(session, from: filter)  // [persist]
     }
 
     /// Writes the outcome of an outbound-flow event to the session's connection.
     func perform(_ actions: [OutboundAction], for session: BrokerSession) {
         guard let connection = session.connection else { return }
+        if let persistence, !session.cleanSession {  // [persist] QoS 2 steps wait for their records
+            persistence.perform(actions, for: session, via: connection)
+            return
+        }
         for action in actions {
             switch action {
             case .publish(let delivery):
@@ -239,16 +253,22 @@ final class BrokerCore {
     }
 
     private func offer(_ message: BrokerMessage, qos: QoS, retain: Bool, to session: BrokerSession) {
+        var message = message
+        var recorder = persistence?.retainedCopyRecorder(for: &message, qos: qos, session: session)  // [persist]
         switch session.outbound.enqueue(message, qos: qos, retain: retain) {
         case .send(let delivery):
+            if recorder?.handles(delivery, for: session) == true { break }  // [persist]
             session.connection?.writePublish(delivery)
-        case .queued, .discarded:
+        case .queued:
+            recorder?.queued(qos, for: session)  // [persist]
+        case .discarded:
             break
         case .dropped:
             noteDropped(session)
         case .droppedSlowConsumer:
             noteDroppedSlowConsumer(session)  // [flow]
         }
+        recorder?.finish()  // [persist]
     }
 
     private func noteDropped(_ session: BrokerSession) {
@@ -296,7 +316,7 @@ final class BrokerCore {
 
     // MARK: Sessions
 
-    private func makeSession(clientID: String, cleanSession: Bool) -> BrokerSession {
+    func makeSession(clientID: String, cleanSession: Bool) -> BrokerSession {
         nextSessionKey += 1
         let session = BrokerSession(
             key: SessionKey(rawValue: nextSessionKey),
@@ -315,6 +335,7 @@ final class BrokerCore {
     }
 
     private func removeSession(_ session: BrokerSession) {
+        if !session.cleanSession { persistence?.sessionRemoved(session) }  // [persist]
         for filter in session.subscriptions.keys {
             subscriptionIndex.unsubscribe(session.key, from: filter)
         }

@@ -275,3 +275,20 @@ struct OutboundFlow: Sendable {
         }
     }
 }
+
+// [persist] Rebuilding a flow from persisted state (Persistence/BrokerCore+Persistence.swift).
+extension OutboundFlow {
+    /// Replaces the (empty, offline) flow's window and queue with recovered ones: `inflight` in send order keeps its
+    /// packet identifiers and states (re-sent with DUP on resume), `queued` in arrival order. The next packet id
+    /// follows the highest one restored.
+    mutating func restore(inflight entries: [(packetID: UInt16, delivery: OutboundDelivery, state: InflightState)], queued: [QueuedMessage]) {
+        for entry in entries {
+            inflight[entry.packetID] = InflightEntry(delivery: entry.delivery, state: entry.state, sequence: nextSequence)
+            nextSequence &+= 1
+            nextPacketID = entry.packetID == UInt16.max ? 1 : entry.packetID + 1
+        }
+        for message in queued {
+            queue.append(message)
+        }
+    }
+}

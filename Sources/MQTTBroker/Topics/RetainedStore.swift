@@ -60,7 +60,14 @@ final class RetainedStore {
         return result
     }
 
-    private static func remove(levels: ArraySlice<Substring>, from node: Node) -> Bool {
+    /// [persist] Every stored retained message, `$` topics included (for a persistence snapshot).
+    func allMessages() -> [BrokerMessage] {
+        var result: [BrokerMessage] = []
+        Self.collectAll(root, into: &result)
+        return result
+    }
+
+        private static func remove(levels: ArraySlice<Substring>, from node: Node) -> Bool {
         guard let level = levels.first else {
             guard node.message != nil else { return false }
             node.message = nil
