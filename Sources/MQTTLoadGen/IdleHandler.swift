@@ -6,39 +6,30 @@ final class IdleHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    private let connectPacket: ByteBuffer
-    private let keepAliveSeconds: UInt16
     private let counters: LiveCounters
     /// Succeeds on CONNACK.
     private let ready: EventLoopPromise<Void>
     private var scanner = InboundFrameScanner(path: .scan)
     private var inbound = InboundBuffer()
-    private var keepAlive: RepeatedTask?
+    private var opening: ConnectionOpening
 
     init(connectPacket: ByteBuffer, keepAliveSeconds: UInt16, counters: LiveCounters, ready: EventLoopPromise<Void>) {
-        self.connectPacket = connectPacket
-        self.keepAliveSeconds = keepAliveSeconds
+        self.opening = ConnectionOpening(connectPacket: connectPacket, keepAliveSeconds: keepAliveSeconds)
         self.counters = counters
         self.ready = ready
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive { sendConnect(context: context) }
+        if context.channel.isActive { opening.begin(on: context.channel) }
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        sendConnect(context: context)
+        opening.begin(on: context.channel)
         context.fireChannelActive()
     }
 
-    private func sendConnect(context: ChannelHandlerContext) {
-        guard keepAlive == nil else { return }
-        keepAlive = KeepAlive.start(on: context.channel, keepAliveSeconds: keepAliveSeconds)
-        context.writeAndFlush(wrapOutboundOut(connectPacket), promise: nil)
-    }
-
     func channelInactive(context: ChannelHandlerContext) {
-        keepAlive?.cancel()
+        opening.end()
         ready.fail(LoadGenError.closedDuringHandshake)
         context.fireChannelInactive()
     }

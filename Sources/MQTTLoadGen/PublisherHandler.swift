@@ -44,7 +44,6 @@ final class PublisherHandler: ChannelInboundHandler {
 
     private let plan: PublisherPlan
     private let template: PublishTemplate
-    private let connectPacket: ByteBuffer
     private let counters: LiveCounters
     /// Succeeds on CONNACK.
     private let ready: EventLoopPromise<Void>
@@ -54,7 +53,7 @@ final class PublisherHandler: ChannelInboundHandler {
     private var context: ChannelHandlerContext?
     private var scanner: InboundFrameScanner
     private var inbound = InboundBuffer()
-    private var keepAlive: RepeatedTask?
+    private var opening: ConnectionOpening
     private var pacer: RepeatedTask?
 
     private var started = false
@@ -75,7 +74,9 @@ final class PublisherHandler: ChannelInboundHandler {
         self.plan = plan
         self.template = try PublishTemplate(
             topic: plan.topic, qos: plan.qos, payloadSize: plan.payloadSize, publisherIndex: plan.publisherIndex)
-        self.connectPacket = try WirePackets.connect(clientID: plan.clientID, keepAliveSeconds: plan.keepAliveSeconds)
+        self.opening = ConnectionOpening(
+            connectPacket: try WirePackets.connect(clientID: plan.clientID, keepAliveSeconds: plan.keepAliveSeconds),
+            keepAliveSeconds: plan.keepAliveSeconds)
         self.counters = counters
         self.ready = ready
         self.done = done
@@ -85,22 +86,16 @@ final class PublisherHandler: ChannelInboundHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        if context.channel.isActive { sendConnect(context: context) }
+        if context.channel.isActive { opening.begin(on: context.channel) }
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        sendConnect(context: context)
+        opening.begin(on: context.channel)
         context.fireChannelActive()
     }
 
-    private func sendConnect(context: ChannelHandlerContext) {
-        guard keepAlive == nil else { return }
-        keepAlive = KeepAlive.start(on: context.channel, keepAliveSeconds: plan.keepAliveSeconds)
-        context.writeAndFlush(wrapOutboundOut(connectPacket), promise: nil)
-    }
-
     func channelInactive(context: ChannelHandlerContext) {
-        keepAlive?.cancel()
+        opening.end()
         pacer?.cancel()
         ready.fail(LoadGenError.closedDuringHandshake)
         stopped = true

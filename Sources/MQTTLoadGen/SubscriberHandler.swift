@@ -29,7 +29,6 @@ final class SubscriberHandler: ChannelInboundHandler {
     typealias OutboundOut = ByteBuffer
 
     private let plan: SubscriberPlan
-    private let connectPacket: ByteBuffer
     private let subscribePacket: ByteBuffer
     private let counters: LiveCounters
     /// Succeeds on SUBACK.
@@ -39,7 +38,7 @@ final class SubscriberHandler: ChannelInboundHandler {
 
     private var scanner: InboundFrameScanner
     private var inbound = InboundBuffer()
-    private var keepAlive: RepeatedTask?
+    private var opening: ConnectionOpening
     private var accounting: DeliveryAccounting
     private var latencies: [UInt64] = []
     private var lastReceiveNanos: UInt64 = 0
@@ -49,7 +48,9 @@ final class SubscriberHandler: ChannelInboundHandler {
         plan: SubscriberPlan, counters: LiveCounters, ready: EventLoopPromise<Void>, drained: EventLoopPromise<Void>
     ) throws(LoadGenError) {
         self.plan = plan
-        self.connectPacket = try WirePackets.connect(clientID: plan.clientID, keepAliveSeconds: plan.keepAliveSeconds)
+        self.opening = ConnectionOpening(
+            connectPacket: try WirePackets.connect(clientID: plan.clientID, keepAliveSeconds: plan.keepAliveSeconds),
+            keepAliveSeconds: plan.keepAliveSeconds)
         self.subscribePacket = try WirePackets.subscribe(filter: plan.filter, qos: plan.qos)
         self.counters = counters
         self.ready = ready
@@ -59,22 +60,16 @@ final class SubscriberHandler: ChannelInboundHandler {
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive { sendConnect(context: context) }
+        if context.channel.isActive { opening.begin(on: context.channel) }
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        sendConnect(context: context)
+        opening.begin(on: context.channel)
         context.fireChannelActive()
     }
 
-    private func sendConnect(context: ChannelHandlerContext) {
-        guard keepAlive == nil else { return }
-        keepAlive = KeepAlive.start(on: context.channel, keepAliveSeconds: plan.keepAliveSeconds)
-        context.writeAndFlush(wrapOutboundOut(connectPacket), promise: nil)
-    }
-
     func channelInactive(context: ChannelHandlerContext) {
-        keepAlive?.cancel()
+        opening.end()
         ready.fail(LoadGenError.closedDuringHandshake)
         drained.succeed(())  // nothing more can arrive; what is missing is lost
         context.fireChannelInactive()

@@ -86,7 +86,8 @@ struct OutboundFlow: Sendable {
     /// Whether a connection is attached; offline flows queue instead of sending.
     private(set) var isOnline = false
     private(set) var inflight: [UInt16: InflightEntry] = [:]
-    private(set) var queue = CircularBuffer<QueuedMessage>()
+    /// Starts with room for one message (the default is 16, about 1 KB per session, most of which stay empty).
+    private(set) var queue = CircularBuffer<QueuedMessage>(initialCapacity: 1)
     /// Messages dropped because the queue was full.
     private(set) var droppedCount = 0
     /// QoS 0 messages dropped because the connection's output was blocked.
