@@ -141,15 +141,15 @@ def broker_kind(request) -> str:
     return request.param
 
 
-@pytest.fixture
-def start_broker(broker_kind, tmp_path, request):
-    """Factory: start_broker(max_inflight_messages=1, ...) -> a running Broker (stopped at teardown)."""
+def managed_brokers(request, make):
+    """The body of a broker-factory fixture (`yield from managed_brokers(request, make)`): yields
+    factory(*args, **kwargs), which builds a broker with make(index, *args, **kwargs) and starts it.
+    At teardown every broker started is stopped, and when the test failed each one's config and
+    output are printed."""
     started: list[Broker] = []
 
-    def factory(**options) -> Broker:
-        d = tmp_path / f"broker{len(started)}"
-        d.mkdir()
-        b = Broker(broker_kind, d, options)
+    def factory(*args, **kwargs):
+        b = make(len(started), *args, **kwargs)
         started.append(b)
         b.start()
         return b
@@ -162,6 +162,18 @@ def start_broker(broker_kind, tmp_path, request):
         if failed:
             print(f"\n===== {b.kind} config =====\n{b.config_text()}"
                   f"===== {b.kind} output (port {b.port}) =====\n{b.output()}")
+
+
+@pytest.fixture
+def start_broker(broker_kind, tmp_path, request):
+    """Factory: start_broker(max_inflight_messages=1, ...) -> a running Broker (stopped at teardown)."""
+
+    def make(index: int, **options) -> Broker:
+        d = tmp_path / f"broker{index}"
+        d.mkdir()
+        return Broker(broker_kind, d, options)
+
+    yield from managed_brokers(request, make)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 import mqtt_raw
-from conftest import MQTTCHAT_ONLY_LINES, Broker, mqttchat_bin
+from conftest import MQTTCHAT_ONLY_LINES, Broker, managed_brokers, mqttchat_bin
 
 # mosquitto 2.0.11 answers a wrong password or an unknown user with 0x05 (not authorised);
 # we answer 0x04 (bad user name or password), the code MQTT 3.1.1 defines for it.
@@ -41,10 +41,9 @@ class AuthBroker(Broker):
 @pytest.fixture
 def auth_broker(broker_kind, tmp_path, request):
     """auth_broker(acl=TEXT, passwd=[(user, password)], **options) -> a running AuthBroker."""
-    started: list[Broker] = []
 
-    def factory(acl: str | None = None, passwd: list[tuple[str, str]] | None = None, **options) -> Broker:
-        d = tmp_path / f"auth{len(started)}"
+    def make(index: int, acl: str | None = None, passwd: list[tuple[str, str]] | None = None, **options) -> Broker:
+        d = tmp_path / f"auth{index}"
         d.mkdir()
         if acl is not None:
             (d / "acl").write_text(acl)
@@ -52,19 +51,9 @@ def auth_broker(broker_kind, tmp_path, request):
         if passwd is not None:
             make_passwd_with_mosquitto(d / "passwd", passwd)
             options["password_file"] = d / "passwd"
-        b = AuthBroker(broker_kind, d, options)
-        started.append(b)
-        b.start()
-        return b
+        return AuthBroker(broker_kind, d, options)
 
-    yield factory
-    failed = any(getattr(request.node, f"rep_{w}", None) is not None
-                 and getattr(request.node, f"rep_{w}").failed for w in ("setup", "call"))
-    for b in started:
-        b.stop()
-        if failed:
-            print(f"\n===== {b.kind} config =====\n{b.config_text()}"
-                  f"===== {b.kind} output (port {b.port}) =====\n{b.output()}")
+    yield from managed_brokers(request, make)
 
 
 def make_passwd_with_mosquitto(path, users: list[tuple[str, str]]) -> None:

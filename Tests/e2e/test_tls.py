@@ -16,7 +16,7 @@ import pytest
 
 import mqtt_raw
 from test_auth import make_passwd_with_mosquitto
-from conftest import MQTTCHAT_ONLY_LINES, WAIT, Broker, Client, SubProcess, mosquitto_pub, unique
+from conftest import MQTTCHAT_ONLY_LINES, WAIT, Broker, Client, SubProcess, managed_brokers, mosquitto_pub, unique
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "make-test-certs.sh"
 SUBACK_FAILURE = 0x80
@@ -66,27 +66,16 @@ class TLSBroker(Broker):
 @pytest.fixture
 def tls_broker(broker_kind, tmp_path, request, pki):
     """tls_broker(acl=TEXT, **options) -> a running TLSBroker (stopped at teardown)."""
-    started: list[Broker] = []
 
-    def factory(acl: str | None = None, **options) -> TLSBroker:
-        d = tmp_path / f"tls{len(started)}"
+    def make(index: int, acl: str | None = None, **options) -> TLSBroker:
+        d = tmp_path / f"tls{index}"
         d.mkdir()
         if acl is not None:
             (d / "acl").write_text(acl)
             options["acl_file"] = d / "acl"
-        b = TLSBroker(broker_kind, d, options, pki)
-        started.append(b)
-        b.start()
-        return b
+        return TLSBroker(broker_kind, d, options, pki)
 
-    yield factory
-    failed = any(getattr(request.node, f"rep_{w}", None) is not None
-                 and getattr(request.node, f"rep_{w}").failed for w in ("setup", "call"))
-    for b in started:
-        b.stop()
-        if failed:
-            print(f"\n===== {b.kind} config =====\n{b.config_text()}"
-                  f"===== {b.kind} output (port {b.port}) =====\n{b.output()}")
+    yield from managed_brokers(request, make)
 
 
 @pytest.fixture
