@@ -29,6 +29,22 @@ private func startPersistentBroker(
     }
 }
 
+/// Runs `body` against a persistent broker on `directory` and shuts the broker down afterwards, also when `body`
+/// throws (so the directory lock is released for the next broker of the test).
+private func withPersistentBroker(
+    _ directory: String, configure: (inout BrokerConfiguration) -> Void = { _ in },
+    _ body: (MQTTBrokerServer, SocketAddress) async throws -> Void
+) async throws {
+    let (server, address) = try await startPersistentBroker(directory, configure)
+    do {
+        try await body(server, address)
+    } catch {
+        await server.shutdown()
+        throw error
+    }
+    await server.shutdown()
+}
+
 /// A fresh temporary directory, removed by the caller.
 private func temporaryDirectory() throws -> String {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("mqttchat-persist-\(UUID().uuidString)")
@@ -108,8 +124,7 @@ struct PersistenceLiveTests {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
 
-        let (first, address) = try await startPersistentBroker(directory)
-        do {
+        try await withPersistentBroker(directory) { first, address in
             let (subscriber, present) = try await connect(address, "persist-sub", clean: false)
             #expect(present == false)
             #expect(try await subscriber.subscribe("p/q1", qos: .atLeastOnce, packetID: 1).returnCodes == [.granted(.atLeastOnce)])
@@ -122,14 +137,9 @@ struct PersistenceLiveTests {
             try await publishQoS1(publisher, "p/q1", "m1", id: 2)
             try await publishQoS2(publisher, "p/q2", "m2", id: 3)
             await publisher.close()
-        } catch {
-            await first.shutdown()
-            throw error
         }
-        await first.shutdown()
 
-        let (second, address2) = try await startPersistentBroker(directory)
-        do {
+        try await withPersistentBroker(directory) { second, address2 in
             let (subscriber, present) = try await connect(address2, "persist-sub", clean: false)
             #expect(present == true)
             let one = try await receive(subscriber)
@@ -142,20 +152,15 @@ struct PersistenceLiveTests {
             await subscriber.close()
             // A clean session is never stored: after a restart it is gone.
             #expect(try await second.withCore { $0.session(forClientID: "persist-pub") == nil } == true)
-        } catch {
-            await second.shutdown()
-            throw error
         }
-        await second.shutdown()
     }
 
     @Test("acknowledged QoS 1/2 messages are on disk before the acknowledgement (state copied mid-run, as a crash leaves it)")
     func acknowledgedMeansDurable() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (first, address) = try await startPersistentBroker(directory)
         var copy = ""
-        do {
+        try await withPersistentBroker(directory) { first, address in
             let (subscriber, _) = try await connect(address, "durable-sub", clean: false)
             _ = try await subscriber.subscribe("d/#", qos: .exactlyOnce)
             try await subscriber.send(.disconnect(DisconnectPacket()))
@@ -170,34 +175,24 @@ struct PersistenceLiveTests {
             }
             copy = try crashCopy(of: directory)
             await publisher.close()
-        } catch {
-            await first.shutdown()
-            throw error
         }
-        await first.shutdown()
         defer { try? FileManager.default.removeItem(atPath: copy) }
 
-        let (second, address2) = try await startPersistentBroker(copy)
-        do {
+        try await withPersistentBroker(copy) { second, address2 in
             let (subscriber, present) = try await connect(address2, "durable-sub", clean: false)
             #expect(present)
             let payloads = try await collect(subscriber, 20).map(payloadString)
             #expect(payloads == (1...20).map { "n\($0)" })
             await subscriber.close()
-        } catch {
-            await second.shutdown()
-            throw error
         }
-        await second.shutdown()
     }
 
     @Test("an inbound QoS 2 id awaiting PUBREL survives a crash: the DUP re-send is not delivered twice, PUBREL gets PUBCOMP")
     func inboundQoS2SurvivesCrash() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (first, address) = try await startPersistentBroker(directory)
         var copy = ""
-        do {
+        try await withPersistentBroker(directory) { first, address in
             let (subscriber, _) = try await connect(address, "q2-sub", clean: false)
             _ = try await subscriber.subscribe("q2/t", qos: .exactlyOnce)
             try await subscriber.send(.disconnect(DisconnectPacket()))
@@ -208,15 +203,10 @@ struct PersistenceLiveTests {
             #expect(rec.packetID == 77)
             copy = try crashCopy(of: directory)  // the broker "crashes" before PUBREL
             await publisher.close()
-        } catch {
-            await first.shutdown()
-            throw error
         }
-        await first.shutdown()
         defer { try? FileManager.default.removeItem(atPath: copy) }
 
-        let (second, address2) = try await startPersistentBroker(copy)
-        do {
+        try await withPersistentBroker(copy) { second, address2 in
             let (subscriber, _) = try await connect(address2, "q2-sub", clean: false)
             #expect(payloadString(try await receive(subscriber)) == "once")
             let (publisher, present) = try await connect(address2, "q2-pub", clean: false)
@@ -232,11 +222,7 @@ struct PersistenceLiveTests {
             await #expect(throws: LiveClientError.timedOut) { try await subscriber.next(timeout: .milliseconds(400)) }
             await subscriber.close()
             await publisher.close()
-        } catch {
-            await second.shutdown()
-            throw error
         }
-        await second.shutdown()
     }
 
     @Test("an outbound QoS 2 message keeps its packet id across a crash and a PUBREC'd one is completed with PUBREL")
@@ -272,8 +258,7 @@ struct PersistenceLiveTests {
         await first.shutdown()
         defer { try? FileManager.default.removeItem(atPath: copy) }
 
-        let (second, address2) = try await startPersistentBroker(copy)
-        do {
+        try await withPersistentBroker(copy) { second, address2 in
             let (subscriber, present) = try await connect(address2, "out-sub", clean: false)
             #expect(present)
             // Resume order: PUBREL for "a", then "b" again with its packet id and DUP set.
@@ -282,11 +267,7 @@ struct PersistenceLiveTests {
             guard case .publish(let again) = try await subscriber.next() else { throw LiveClientError.connectionClosed }
             #expect(again.packetID == secondID && again.dup && payloadString(again) == "b")
             await subscriber.close()
-        } catch {
-            await second.shutdown()
-            throw error
         }
-        await second.shutdown()
     }
 
     @Test("compaction into snapshots keeps every queued message; recovery time of a few thousand records is measured")
@@ -354,9 +335,8 @@ struct PersistenceLiveTests {
     func refusals() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (first, address) = try await startPersistentBroker(directory)
         var copy = ""
-        do {
+        try await withPersistentBroker(directory) { first, address in
             await #expect(throws: PersistenceError.directoryLocked(path: directory)) {
                 _ = try await startPersistentBroker(directory)
             }
@@ -368,11 +348,7 @@ struct PersistenceLiveTests {
             for index in 1...5 { try await publishQoS1(publisher, "x/\(index)", "v\(index)", id: UInt16(index)) }
             copy = try crashCopy(of: directory)
             await publisher.close()
-        } catch {
-            await first.shutdown()
-            throw error
         }
-        await first.shutdown()
         defer { try? FileManager.default.removeItem(atPath: copy) }
 
         // Flip a byte inside the third record (sessionCreated and subscribed come first).
