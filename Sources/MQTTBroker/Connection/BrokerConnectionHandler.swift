@@ -15,7 +15,8 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     typealias OutboundOut = ByteBuffer
 
     let core: BrokerCore
-    var logger: Logger
+    /// The client's address, for log metadata.
+    private var remoteAddress: SocketAddress?
     private(set) var transport: ConnectionTransport?
     private var decoder: MQTTPacketDecoder
     private var cumulation: ByteBuffer?
@@ -52,6 +53,20 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     /// Whether the connection has not been closed yet.
     var isOpen: Bool { stateMachine.isOpen }
 
+    /// The broker's logger with this connection's remote address and client identifier as metadata. Built when
+    /// something is logged — a few times in a connection's life — rather than stored: a stored copy held a
+    /// metadata dictionary and two strings per connection, most of an idle connection's own memory after NIO's.
+    var logger: Logger {
+        var logger = core.logger
+        if let remoteAddress {
+            logger[metadataKey: "remote"] = "\(remoteAddress)"
+        }
+        if let clientID = session?.clientID {
+            logger[metadataKey: "client"] = "\(clientID)"
+        }
+        return logger
+    }
+
     /// Completes when the connection has ended (after the channel closed).
     var closeFuture: EventLoopFuture<Void> { closePromise.futureResult }
 
@@ -66,7 +81,6 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     init(core: BrokerCore, usesCertificateIdentity: Bool = false) {
         self.core = core
         self.usesCertificateIdentity = usesCertificateIdentity
-        self.logger = core.logger
         self.decoder = MQTTPacketDecoder(maximumPacketSize: core.configuration.maxPacketSize)
         self.stateMachine = ConnectionStateMachine(acceptedAt: core.eventLoop.now, connectTimeout: core.configuration.connectTimeout)
         self.closePromise = core.eventLoop.makePromise()
@@ -82,9 +96,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         self.init(core: core, usesCertificateIdentity: usesCertificateIdentity)
         self.transport = .relayed(RelayedChannel(channel: relayedChannel, relay: relay))
         self.allocator = relayedChannel.allocator
-        if let remote = relayedChannel.remoteAddress {
-            logger[metadataKey: "remote"] = "\(remote)"
-        }
+        remoteAddress = relayedChannel.remoteAddress
         start()
     }
 
@@ -93,9 +105,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         self.transport = .pipeline(PipelineChannel(context: context))
         self.allocator = context.channel.allocator
-        if let remote = context.channel.remoteAddress {
-            logger[metadataKey: "remote"] = "\(remote)"
-        }
+        remoteAddress = context.channel.remoteAddress
         if context.channel.isActive {
             start()
         }
@@ -241,7 +251,9 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         case .process:
             core.statistics.messagesReceived += 1
         }
-        logger.trace("received", metadata: ["packet": "\(packet.type)"])
+        if core.logger.logLevel <= .trace {
+            logger.trace("received", metadata: ["packet": "\(packet.type)"])
+        }
         switch packet {
         case .connect(let connect): handleConnect(connect)
         case .publish(let publish): handlePublish(publish)
@@ -284,7 +296,6 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
                 logger.notice("will dropped: acl denies write", metadata: ["topic": "\(topic)"])
                 will = nil
             }
-            logger[metadataKey: "client"] = "\(session.clientID)"
             if connect.keepAliveSeconds > core.configuration.maxKeepalive {
                 logger.notice(
                     "keepalive above max_keepalive accepted (MQTT 3.1.1 cannot negotiate it)",
