@@ -488,12 +488,15 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     /// Small packets written since the last hand-over to the transport, coalesced into one buffer: the acks and
     /// PUBLISHes of one batch leave as one write instead of one buffer (and one allocation) each.
     private var output: ByteBuffer?
+    /// The coalescing buffer's first size: a batch of acks and small PUBLISHes fits, and it stays below glibc's
+    /// large-chunk threshold (1,024 bytes), whose allocations first consolidate every freed small chunk.
+    static let outputInitialCapacity = 512
     /// Coalesced output above this size is handed to the transport at once, so one burst cannot grow it unbounded.
     static let outputHandOverThreshold = 64 * 1024
 
     /// The coalescing buffer, allocated on first use after each hand-over.
     private func withOutput(_ body: (inout ByteBuffer) -> Void) {
-        var buffer = output ?? allocator.buffer(capacity: 1024)
+        var buffer = output ?? allocator.buffer(capacity: Self.outputInitialCapacity)
         output = nil
         body(&buffer)
         output = buffer
