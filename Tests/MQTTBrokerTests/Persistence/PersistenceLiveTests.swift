@@ -45,6 +45,15 @@ private func withPersistentBroker(
     await server.shutdown()
 }
 
+/// Leaves a persistent session for `clientID` subscribed to `filter` and offline (DISCONNECT, so no will), for
+/// messages to queue up in.
+private func parkSubscriber(_ address: SocketAddress, _ clientID: String, filter: String, qos: QoS) async throws {
+    let (subscriber, _) = try await connect(address, clientID, clean: false)
+    _ = try await subscriber.subscribe(filter, qos: qos)
+    try await subscriber.send(.disconnect(DisconnectPacket()))
+    await subscriber.close()
+}
+
 /// A fresh temporary directory, removed by the caller.
 private func temporaryDirectory() throws -> String {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("mqttchat-persist-\(UUID().uuidString)")
@@ -161,10 +170,7 @@ struct PersistenceLiveTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var copy = ""
         try await withPersistentBroker(directory) { first, address in
-            let (subscriber, _) = try await connect(address, "durable-sub", clean: false)
-            _ = try await subscriber.subscribe("d/#", qos: .exactlyOnce)
-            try await subscriber.send(.disconnect(DisconnectPacket()))
-            await subscriber.close()
+            try await parkSubscriber(address, "durable-sub", filter: "d/#", qos: .exactlyOnce)
             let (publisher, _) = try await connect(address, "durable-pub", clean: false)
             for index in 1...20 {
                 if index.isMultiple(of: 2) {
@@ -193,10 +199,7 @@ struct PersistenceLiveTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var copy = ""
         try await withPersistentBroker(directory) { first, address in
-            let (subscriber, _) = try await connect(address, "q2-sub", clean: false)
-            _ = try await subscriber.subscribe("q2/t", qos: .exactlyOnce)
-            try await subscriber.send(.disconnect(DisconnectPacket()))
-            await subscriber.close()
+            try await parkSubscriber(address, "q2-sub", filter: "q2/t", qos: .exactlyOnce)
             let (publisher, _) = try await connect(address, "q2-pub", clean: false)
             try await publisher.send(.publish(PublishPacket(topic: "q2/t", payload: ByteBuffer(string: "once"), qos: .exactlyOnce, packetID: 77)))
             guard case .pubrec(let rec) = try await publisher.next() else { throw LiveClientError.connectionClosed }
@@ -281,10 +284,7 @@ struct PersistenceLiveTests {
         }
         var copy = ""
         do {
-            let (subscriber, _) = try await connect(address, "compact-sub", clean: false)
-            _ = try await subscriber.subscribe("c/#", qos: .atLeastOnce)
-            try await subscriber.send(.disconnect(DisconnectPacket()))
-            await subscriber.close()
+            try await parkSubscriber(address, "compact-sub", filter: "c/#", qos: .atLeastOnce)
             let (publisher, _) = try await connect(address, "compact-pub", clean: true)
             // Pipelined: up to 100 unacknowledged publishes, so batches carry many records per fsync.
             var acked = 0
@@ -340,10 +340,7 @@ struct PersistenceLiveTests {
             await #expect(throws: PersistenceError.directoryLocked(path: directory)) {
                 _ = try await startPersistentBroker(directory)
             }
-            let (subscriber, _) = try await connect(address, "dmg-sub", clean: false)
-            _ = try await subscriber.subscribe("x/#", qos: .atLeastOnce)
-            try await subscriber.send(.disconnect(DisconnectPacket()))
-            await subscriber.close()
+            try await parkSubscriber(address, "dmg-sub", filter: "x/#", qos: .atLeastOnce)
             let (publisher, _) = try await connect(address, "dmg-pub", clean: true)
             for index in 1...5 { try await publishQoS1(publisher, "x/\(index)", "v\(index)", id: UInt16(index)) }
             copy = try crashCopy(of: directory)
