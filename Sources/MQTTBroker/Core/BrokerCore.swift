@@ -237,6 +237,7 @@ final class BrokerCore {
     /// Writes the outcome of an outbound-flow event to the session's connection.
     func perform(_ actions: [OutboundAction], for session: BrokerSession) {
         guard let connection = session.connection else { return }
+        defer { noteProgress(of: session) }  // [flow] the session acknowledged something, persistent or not
         if let persistence, !session.cleanSession {  // [persist] QoS 2 steps wait for their records
             persistence.perform(actions, for: session, via: connection)
             return
@@ -249,7 +250,6 @@ final class BrokerCore {
                 connection.write(.pubrel(PubRelPacket(packetID: packetID)))
             }
         }
-        noteProgress(of: session)  // [flow]
     }
 
     private func offer(_ message: BrokerMessage, qos: QoS, retain: Bool, to session: BrokerSession) {

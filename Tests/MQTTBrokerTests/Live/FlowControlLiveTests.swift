@@ -94,3 +94,56 @@ struct FlowControlLiveTests {
         }
     }
 }
+
+extension FlowControlLiveTests {
+    @Test("a persistent session on a persistent broker that acknowledges slowly keeps holding the publisher back")
+    func persistentSessionProgressKeepsBackpressure() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mqttchat-flow-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let count = 60
+        try await withLiveBroker({ config in
+            self.configure(stall: .milliseconds(400), loops: 1)(&config)
+            config.persistence = PersistenceConfiguration(directory: directory.path)
+        }) { server, address in
+            let (subscriber, _) = try await LiveClient.connect(
+                to: address, ConnectPacket(cleanSession: false, clientIdentifier: "slow-persistent-sub"))
+            _ = try await subscriber.subscribe("flow/p", qos: .atLeastOnce)
+            let (publisher, _) = try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "pub"))
+            // A publisher with a window of 5 unacknowledged messages, like a real client: with persistence a
+            // publish is routed (and paused on) only once its batch is synced, so an unbounded pipeline would be
+            // accepted before the first pause; a window bounds what arrives meanwhile.
+            async let acknowledged = publishWindowed(publisher, topic: "flow/p", count: count, window: 5)
+            // One acknowledgement every 40 ms: well inside the stall timeout each time, yet the whole drain
+            // (about 2.4 s) lasts six stall timeouts. Progress must keep the publisher paused, not released.
+            var received: [String] = []
+            for _ in 0..<count {
+                try await Task.sleep(for: .milliseconds(40))
+                received.append(String(buffer: try await subscriber.nextPublish().payload))
+            }
+            #expect(try await acknowledged == count)
+            #expect(received == (0..<count).map(String.init))
+            let dropped = try await server.withCore { $0.statistics.publishDropped } ?? 1
+            #expect(dropped == 0)
+            await publisher.close()
+            await subscriber.close()
+        }
+    }
+
+    /// Publishes `count` QoS 1 messages keeping at most `window` unacknowledged; returns the PUBACKs received.
+    func publishWindowed(_ publisher: LiveClient, topic: String, count: Int, window: Int) async throws -> Int {
+        var acknowledged = 0
+        for index in 0..<count {
+            while index - acknowledged >= window {
+                if case .puback = try await publisher.next(timeout: .seconds(10)) { acknowledged += 1 }
+            }
+            try await publisher.send(
+                .publish(PublishPacket(
+                    topic: topic, payload: ByteBuffer(string: "\(index)"), qos: .atLeastOnce, packetID: UInt16(index + 1))))
+        }
+        while acknowledged < count {
+            if case .puback = try await publisher.next(timeout: .seconds(10)) { acknowledged += 1 }
+        }
+        return acknowledged
+    }
+}
