@@ -44,16 +44,8 @@ final class SubscriptionIndex<Subscriber: Hashable> {
         return removed
     }
 
-    /// Every subscriber whose filters match `topic`, each once, with the highest QoS among its matching
-    /// filters (MQTT-3.3.5-1). Filters starting with a wildcard never match topics starting with `$` (MQTT-4.7.2-1).
-    func matches(topic: String) -> [Subscriber: QoS] {
-        var result: [Subscriber: QoS] = [:]
-        forEachMatch(topic: topic) { subscriber, qos in result[subscriber] = qos }
-        return result
-    }
-
     /// Calls `body` once per subscriber whose filters match `topic`, with the highest QoS among its matching
-    /// filters: the same answer as ``matches(topic:)`` without building a dictionary.
+    /// filters (MQTT-3.3.5-1). Filters starting with a wildcard never match topics starting with `$` (MQTT-4.7.2-1).
     ///
     /// The routing hot path: the topic is walked level by level in place (no split into an array) and the matching
     /// nodes are collected into a scratch array the index keeps between calls. When one node matches (the usual

@@ -4,6 +4,15 @@ import Testing
 
 @testable import MQTTBroker
 
+extension SubscriptionIndex {
+    /// The matches of `topic` as a dictionary, for assertions.
+    func matches(topic: String) -> [Subscriber: QoS] {
+        var result: [Subscriber: QoS] = [:]
+        forEachMatch(topic: topic) { subscriber, qos in result[subscriber] = qos }
+        return result
+    }
+}
+
 @Suite("SubscriptionIndex")
 struct SubscriptionIndexTests {
     @Test("wildcards match per level; '#' also matches the parent level")
