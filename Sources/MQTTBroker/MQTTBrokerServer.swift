@@ -96,8 +96,8 @@ public final class MQTTBrokerServer: Service, Sendable {
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .childChannelOption(.socketOption(.so_keepalive), value: 1)
-                // Each socket keeps its last receive buffer for reuse: start it small (a CONNECT is tens of bytes)
-                // so idle connections cost little; it grows on its own when reads fill it.
+                // Each socket keeps its last receive buffer for reuse: start it small so idle connections cost
+                // little; it grows on its own when reads fill it.
                 .childChannelOption(.recvAllocator, value: Self.receiveBufferSizing)
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
@@ -147,8 +147,9 @@ public final class MQTTBrokerServer: Service, Sendable {
         return started
     }
 
-    /// Receive buffers start at 128 bytes instead of NIO's 2,048 and grow (16x per step) while reads fill them, up to 64 KiB.
-    static let receiveBufferSizing = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 128, maximum: 65536)
+    /// Receive buffers start at 64 bytes instead of NIO's 2,048 (a CONNECT is tens of bytes, and NIO keeps each
+    /// socket's last buffer for reuse) and grow four-fold per read that fills them, up to 64 KiB.
+    static let receiveBufferSizing = ReceiveBufferSizing(minimum: 64, initial: 64, maximum: 65536)
 
     /// The group accepted sockets are spread over: the core's loop alone for one loop, the server's group when it
     /// has exactly ``BrokerConfiguration/eventLoopCount`` loops, otherwise a group of that size the broker owns.

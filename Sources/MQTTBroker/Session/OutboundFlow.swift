@@ -1,3 +1,4 @@
+import DequeModule
 import MQTTCore
 import NIOCore
 
@@ -86,8 +87,9 @@ struct OutboundFlow: Sendable {
     /// Whether a connection is attached; offline flows queue instead of sending.
     private(set) var isOnline = false
     private(set) var inflight: [UInt16: InflightEntry] = [:]
-    /// Starts with room for one message (the default is 16, about 1 KB per session, most of which stay empty).
-    private(set) var queue = CircularBuffer<QueuedMessage>(initialCapacity: 1)
+    /// Messages waiting for the window (or for the client to come back). An empty `Deque` holds no storage, so a
+    /// session that never queues costs nothing here.
+    private(set) var queue = Deque<QueuedMessage>()
     /// Messages dropped because the queue was full.
     private(set) var droppedCount = 0
     /// QoS 0 messages dropped because the connection's output was blocked.
