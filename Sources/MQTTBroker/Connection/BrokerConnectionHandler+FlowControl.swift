@@ -15,25 +15,12 @@ extension BrokerConnectionHandler {
     func flushTransport() {
         let bytes = unflushedBytes
         unflushedBytes = 0
-        transport?.flush(reportingWritten: bytes, to: writtenReporter)
+        transport?.flush(reportingWritten: bytes, to: self)
     }
 
     /// The socket's loop wrote (or, closing, discarded) a flushed batch of `bytes`.
     func outputWritten(_ bytes: Int) {
         applyOutputGate(outputGate.written(bytes))
-    }
-
-    /// The closure is stored in the handler, so it holds the handler weakly (no retain cycle).
-    func makeWrittenReporter() -> @Sendable (Int) -> Void {
-        let loop = core.eventLoop
-        let box = NIOLoopBound(WeakConnectionBox(self), eventLoop: loop)
-        return { bytes in
-            if loop.inEventLoop {
-                box.value.connection?.outputWritten(bytes)
-            } else {
-                loop.execute { box.value.connection?.outputWritten(bytes) }
-            }
-        }
     }
 
     private func applyOutputGate(_ action: PendingOutputGate.Action) {
@@ -104,14 +91,5 @@ extension BrokerConnectionHandler {
                 self.transport?.setReadingPausedByCore(false)
             }
         }
-    }
-}
-
-/// A weak reference to a connection handler, for callbacks the handler itself stores.
-private final class WeakConnectionBox {
-    weak var connection: BrokerConnectionHandler?
-
-    init(_ connection: BrokerConnectionHandler) {
-        self.connection = connection
     }
 }

@@ -15,14 +15,17 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     typealias OutboundOut = ByteBuffer
 
     let core: BrokerCore
-    /// The client's address, for log metadata.
-    private var remoteAddress: SocketAddress?
+    /// The client's address, for log metadata (NIO keeps it in the channel).
+    private var remoteAddress: SocketAddress? { transport?.remoteAddress }
     private(set) var transport: ConnectionTransport?
     private var decoder: MQTTPacketDecoder
     private var cumulation: ByteBuffer?
     private var stateMachine: ConnectionStateMachine
-    private var timer: Scheduled<Void>?
-    private let closePromise: EventLoopPromise<Void>
+    /// When this connection's timer (connect timeout, keepalive) is due, in the core's deadline heap; nil when
+    /// none is armed. An entry of the heap with another deadline is stale.
+    private(set) var timerDeadline: NIODeadline?
+    /// Made when someone asks for ``closeFuture`` (shutdown, tests): most connections never need one.
+    private var closePromise: EventLoopPromise<Void>?
     private var protocolVersion: MQTTProtocolVersion = .v3_1_1
     /// [tls] The listener takes the user name from the client certificate (`use_identity_as_username`); CONNECT's
     /// user name and password are then ignored and the core skips password authentication.
@@ -36,8 +39,8 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     private(set) var will: ConnectPacket.Will?
     /// Whether there are unflushed writes (managed by ``BrokerCore/markDirty(_:)``).
     var isDirty = false
-    /// The allocator of the channel, for encoding.
-    private(set) var allocator = ByteBufferAllocator()
+    /// The allocator for encoding: every broker socket uses NIO's default allocator.
+    var allocator: ByteBufferAllocator { core.allocator }
     // [flow] flow control (BrokerConnectionHandler+FlowControl.swift).
     /// Bounds the output the client has not read (slow consumer policy).
     var outputGate: PendingOutputGate
@@ -47,8 +50,6 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     var slowConsumerTimer: Scheduled<Void>?
     /// Whether the core stopped reading this connection (publisher back-pressure).
     var isReadingPausedByCore = false
-    /// Hands "bytes written" reports from the socket's loop to ``outputWritten(_:)``; built once.
-    lazy var writtenReporter: @Sendable (Int) -> Void = makeWrittenReporter()
 
     /// Whether the connection has not been closed yet.
     var isOpen: Bool { stateMachine.isOpen }
@@ -68,7 +69,13 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     }
 
     /// Completes when the connection has ended (after the channel closed).
-    var closeFuture: EventLoopFuture<Void> { closePromise.futureResult }
+    var closeFuture: EventLoopFuture<Void> {
+        if closeSignalled { return core.eventLoop.makeSucceededVoidFuture() }
+        if let closePromise { return closePromise.futureResult }
+        let promise = core.eventLoop.makePromise(of: Void.self)
+        closePromise = promise
+        return promise.futureResult
+    }
 
     /// The event loop the socket is served on: the core's loop, or another one when relayed.
     var socketEventLoop: any EventLoop {
@@ -83,7 +90,6 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         self.usesCertificateIdentity = usesCertificateIdentity
         self.decoder = MQTTPacketDecoder(maximumPacketSize: core.configuration.maxPacketSize)
         self.stateMachine = ConnectionStateMachine(acceptedAt: core.eventLoop.now, connectTimeout: core.configuration.connectTimeout)
-        self.closePromise = core.eventLoop.makePromise()
         self.outputGate = PendingOutputGate(  // [flow]
             limit: core.configuration.maxPendingOutputBytes, timeout: core.configuration.slowConsumerTimeout)
     }
@@ -95,8 +101,6 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     ) {
         self.init(core: core, usesCertificateIdentity: usesCertificateIdentity)
         self.transport = .relayed(RelayedChannel(channel: relayedChannel, relay: relay))
-        self.allocator = relayedChannel.allocator
-        remoteAddress = relayedChannel.remoteAddress
         start()
     }
 
@@ -104,8 +108,6 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.transport = .pipeline(PipelineChannel(context: context))
-        self.allocator = context.channel.allocator
-        remoteAddress = context.channel.remoteAddress
         if context.channel.isActive {
             start()
         }
@@ -179,7 +181,8 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     private func signalClosed() {
         guard !closeSignalled else { return }
         closeSignalled = true
-        closePromise.succeed(())
+        closePromise?.succeed(())
+        closePromise = nil
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -453,31 +456,29 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     // MARK: Timer
 
     private func armTimer() {
-        timer?.cancel()
-        timer = nil
+        timerDeadline = nil
         guard let deadline = stateMachine.nextDeadline else { return }
         scheduleTimer(at: deadline)
     }
 
     private func scheduleTimer(at deadline: NIODeadline) {
-        timer = core.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [weak self] in
-            self?.timerFired()
-        }
+        timerDeadline = deadline
+        core.armConnectionTimer(self, at: deadline)
     }
 
-    private func timerFired() {
-        timer = nil
+    /// The core's deadline timer reached ``timerDeadline``.
+    func timerFired(now: NIODeadline) {
+        timerDeadline = nil
         if isReadingPausedByCore {
             // [flow] The client cannot be heard while the core does not read it: check again later.
-            scheduleTimer(at: core.eventLoop.now + .seconds(1))
+            scheduleTimer(at: now + .seconds(1))
             return
         }
-        switch stateMachine.timerFired(now: core.eventLoop.now) {
+        switch stateMachine.timerFired(now: now) {
         case .rearm(let deadline):
             scheduleTimer(at: deadline)
         case .close(let reason):
             close(reason, alreadyClosedInStateMachine: true)
-            core.flushDirty()
         case .stop:
             break
         }
@@ -596,8 +597,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
 
     private func close(_ reason: CloseReason, alreadyClosedInStateMachine: Bool) {
         guard stateMachine.close() || alreadyClosedInStateMachine else { return }
-        timer?.cancel()
-        timer = nil
+        timerDeadline = nil
         slowConsumerTimer?.cancel()  // [flow]
         slowConsumerTimer = nil
         cumulation = nil

@@ -64,7 +64,7 @@ final class ConnectionRelay: ChannelInboundHandler {
         defer { context.fireChannelReadComplete() }
         guard !pending.isEmpty else { return }
         let batch = pending
-        pending.removeAll(keepingCapacity: true)
+        pending = []  // the batch takes the storage; an idle connection keeps none
         batchesInFlight += 1
         updateReading()
         let handler = self.handler

@@ -18,12 +18,20 @@ enum ConnectionTransport {
         }
     }
 
-    /// Sends everything written so far (`bytes` in all); `report(bytes)` runs on the core's loop once the socket
-    /// has written the batch, or failed to.
-    func flush(reportingWritten bytes: Int, to report: @escaping @Sendable (Int) -> Void) {
+    /// Sends everything written so far (`bytes` in all); `handler.outputWritten(bytes)` runs on the core's loop
+    /// once the socket has written the batch, or failed to.
+    func flush(reportingWritten bytes: Int, to handler: BrokerConnectionHandler) {
         switch self {
-        case .pipeline(let pipeline): pipeline.flush(reportingWritten: bytes, to: report)
-        case .relayed(let relayed): relayed.flush(reportingWritten: bytes, to: report)
+        case .pipeline(let pipeline): pipeline.flush(reportingWritten: bytes, to: handler)
+        case .relayed(let relayed): relayed.flush(reportingWritten: bytes, to: handler)
+        }
+    }
+
+    /// The client's address (kept by NIO until the channel's handlers have seen it close).
+    var remoteAddress: SocketAddress? {
+        switch self {
+        case .pipeline(let pipeline): pipeline.context.channel.remoteAddress
+        case .relayed(let relayed): relayed.channel.remoteAddress
         }
     }
 
@@ -45,34 +53,38 @@ enum ConnectionTransport {
 }
 
 /// The writes of a handler that sits in its socket's pipeline, on the core's loop. Confined to that loop.
+///
+/// Each buffer goes into NIO's write queue when the next one arrives; only the last is held back, so the flush can
+/// attach the one promise that reports the batch written. (No array of pending buffers: it would stay allocated on
+/// every idle connection.)
 final class PipelineChannel {
     let context: ChannelHandlerContext
-    private var pending: [ByteBuffer] = []
+    private var held: ByteBuffer?
 
     init(context: ChannelHandlerContext) {
         self.context = context
     }
 
     func write(_ buffer: ByteBuffer) {
-        pending.append(buffer)
+        if let previous = held {
+            context.write(NIOAny(previous), promise: nil)
+        }
+        held = buffer
     }
 
-    func flush(reportingWritten bytes: Int, to report: @escaping @Sendable (Int) -> Void) {
-        guard let last = pending.popLast() else { return }
-        for buffer in pending {
-            context.write(NIOAny(buffer), promise: nil)
-        }
-        pending.removeAll(keepingCapacity: true)
+    func flush(reportingWritten bytes: Int, to handler: BrokerConnectionHandler) {
+        guard let last = held else { return }
+        held = nil
         let promise = context.eventLoop.makePromise(of: Void.self)
-        promise.futureResult.whenComplete { _ in report(bytes) }
+        promise.futureResult.assumeIsolated().whenComplete { _ in handler.outputWritten(bytes) }
         context.writeAndFlush(NIOAny(last), promise: promise)
     }
 
     func close() {
-        for buffer in pending {
-            context.write(NIOAny(buffer), promise: nil)
+        if let last = held {
+            held = nil
+            context.write(NIOAny(last), promise: nil)
         }
-        pending.removeAll()
         context.flush()
         context.close(promise: nil)
     }
@@ -106,11 +118,20 @@ final class RelayedChannel {
         pending.append(buffer)
     }
 
-    func flush(reportingWritten bytes: Int, to report: @escaping @Sendable (Int) -> Void) {
+    func flush(reportingWritten bytes: Int, to handler: BrokerConnectionHandler) {
         guard !pending.isEmpty else { return }
         let batch = pending
-        pending.removeAll(keepingCapacity: true)
+        pending = []  // the batch takes the storage; an idle connection keeps none
         let channel = self.channel
+        let coreLoop = handler.core.eventLoop
+        let boundHandler = NIOLoopBound(handler, eventLoop: coreLoop)
+        let report: @Sendable (Int) -> Void = { bytes in
+            if coreLoop.inEventLoop {
+                boundHandler.value.outputWritten(bytes)
+            } else {
+                coreLoop.execute { boundHandler.value.outputWritten(bytes) }
+            }
+        }
         channel.eventLoop.execute {
             let promise = channel.eventLoop.makePromise(of: Void.self)
             for buffer in batch.dropLast() {

@@ -15,6 +15,8 @@ final class BrokerCore {
     let configuration: BrokerConfiguration
     let logger: Logger
     let eventLoop: any EventLoop
+    /// The allocator outgoing packets are encoded with (the one NIO gives every socket by default).
+    let allocator = ByteBufferAllocator()
     /// When the core was created, for `$SYS/broker/uptime`.
     let startedAt: NIODeadline
 
@@ -27,10 +29,17 @@ final class BrokerCore {
     private(set) var connections: [ObjectIdentifier: BrokerConnectionHandler] = [:]
     /// Connections written to since the last flush.
     private var dirtyConnections: [BrokerConnectionHandler] = []
+    /// The list ``flushDirty()`` hands back for the next tick's dirty connections.
+    private var spareDirtyConnections: [BrokerConnectionHandler] = []
     private var nextSessionKey: UInt64 = 0
     private var nextAssignedID: UInt64 = 0
     private(set) var isShuttingDown = false
     private var sysTask: Scheduled<Void>?
+    /// Connection deadlines and the one timer armed for the earliest (BrokerCore+Deadlines.swift).
+    var connectionDeadlines = DeadlineHeap<ObjectIdentifier>()
+    var deadlineTimer: Scheduled<Void>?
+    var deadlineTimerAt: NIODeadline?
+    var isFiringDeadlines = false
     // [flow] publisher back-pressure (BrokerCore+FlowControl.swift); nil when `backpressure_stall_ms` is 0.
     var backpressure: PublisherBackpressure<ObjectIdentifier, SessionKey>?
     var stallCheckTask: Scheduled<Void>?
@@ -307,11 +316,16 @@ final class BrokerCore {
     /// Flushes every connection written to since the last call.
     func flushDirty() {
         guard !dirtyConnections.isEmpty else { return }
-        let pending = dirtyConnections
-        dirtyConnections.removeAll(keepingCapacity: true)
+        // Two arrays take turns, so a flush allocates nothing; a flush nested in another (a write completing
+        // inside the outer flush) finds no spare and starts an empty list.
+        var pending = spareDirtyConnections
+        spareDirtyConnections = []
+        swap(&pending, &dirtyConnections)
         for connection in pending {
             connection.flushNow()
         }
+        pending.removeAll(keepingCapacity: true)
+        spareDirtyConnections = pending
     }
 
     // MARK: Sessions
@@ -402,6 +416,7 @@ final class BrokerCore {
         sysTask = nil
         stallCheckTask?.cancel()  // [flow]
         stallCheckTask = nil
+        cancelDeadlineTimer()
         let open = Array(connections.values)
         let closed = open.map { $0.closeFuture }
         for connection in open {

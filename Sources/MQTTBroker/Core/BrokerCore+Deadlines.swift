@@ -1,0 +1,48 @@
+import NIOCore
+
+/// Connection deadlines (connect timeout, keepalive): the core keeps them in one ``DeadlineHeap`` and arms a single
+/// event-loop timer for the earliest, instead of one scheduled task per connection.
+extension BrokerCore {
+    /// `connection`'s timer is due at `deadline`; any earlier entry of it becomes stale (see
+    /// ``BrokerConnectionHandler/timerDeadline``).
+    func armConnectionTimer(_ connection: BrokerConnectionHandler, at deadline: NIODeadline) {
+        connectionDeadlines.insert(ObjectIdentifier(connection), at: deadline)
+        if !isFiringDeadlines {
+            scheduleDeadlineTimer()
+        }
+    }
+
+    /// Keeps the one timer armed at the earliest deadline (or earlier).
+    private func scheduleDeadlineTimer() {
+        guard !isShuttingDown, let earliest = connectionDeadlines.earliest else { return }
+        if let armedAt = deadlineTimerAt, armedAt <= earliest { return }
+        deadlineTimer?.cancel()
+        deadlineTimerAt = earliest
+        deadlineTimer = eventLoop.assumeIsolated().scheduleTask(deadline: earliest) { [weak self] in
+            guard let self else { return }
+            self.deadlineTimer = nil
+            self.deadlineTimerAt = nil
+            self.fireDueDeadlines()
+        }
+    }
+
+    /// Fires every connection timer that is due, skipping stale entries, then re-arms for the next one.
+    private func fireDueDeadlines() {
+        let now = eventLoop.now
+        isFiringDeadlines = true
+        while let entry = connectionDeadlines.popDue(now: now) {
+            guard let connection = connections[entry.id], connection.timerDeadline == entry.deadline else { continue }
+            connection.timerFired(now: now)
+        }
+        isFiringDeadlines = false
+        scheduleDeadlineTimer()
+        flushDirty()
+    }
+
+    /// Stops the deadline timer (shutdown).
+    func cancelDeadlineTimer() {
+        deadlineTimer?.cancel()
+        deadlineTimer = nil
+        deadlineTimerAt = nil
+    }
+}
