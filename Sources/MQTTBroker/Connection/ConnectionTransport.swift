@@ -125,13 +125,6 @@ final class RelayedChannel {
         let channel = self.channel
         let coreLoop = handler.core.eventLoop
         let boundHandler = NIOLoopBound(handler, eventLoop: coreLoop)
-        let report: @Sendable (Int) -> Void = { bytes in
-            if coreLoop.inEventLoop {
-                boundHandler.value.outputWritten(bytes)
-            } else {
-                coreLoop.execute { boundHandler.value.outputWritten(bytes) }
-            }
-        }
         channel.eventLoop.execute {
             let promise = channel.eventLoop.makePromise(of: Void.self)
             for buffer in batch.dropLast() {
@@ -141,7 +134,9 @@ final class RelayedChannel {
                 channel.write(last, promise: promise)
             }
             channel.flush()
-            promise.futureResult.whenComplete { _ in report(bytes) }
+            promise.futureResult.whenComplete { _ in
+                coreLoop.execute { boundHandler.value.outputWritten(bytes) }
+            }
         }
     }
 

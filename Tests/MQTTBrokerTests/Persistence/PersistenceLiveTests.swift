@@ -278,12 +278,11 @@ struct PersistenceLiveTests {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let count = 3000
-        let (first, address) = try await startPersistentBroker(directory) {
+        var copy = ""
+        try await withPersistentBroker(directory, configure: {
             $0.persistence?.compactAfterLogBytes = 64 * 1024
             $0.maxQueuedMessages = 0
-        }
-        var copy = ""
-        do {
+        }) { first, address in
             try await parkSubscriber(address, "compact-sub", filter: "c/#", qos: .atLeastOnce)
             let (publisher, _) = try await connect(address, "compact-pub", clean: true)
             // Pipelined: up to 100 unacknowledged publishes, so batches carry many records per fsync.
@@ -305,17 +304,12 @@ struct PersistenceLiveTests {
             print("persistence: \(count) QoS 1 messages: \(String(describing: statistics))")
             copy = try crashCopy(of: directory)
             await publisher.close()
-        } catch {
-            await first.shutdown()
-            throw error
         }
-        await first.shutdown()
         defer { try? FileManager.default.removeItem(atPath: copy) }
 
         let started = ContinuousClock.now
-        let (second, address2) = try await startPersistentBroker(copy) { $0.maxQueuedMessages = 0 }
-        print("persistence: recovered \(count) queued messages in \(ContinuousClock.now - started)")
-        do {
+        try await withPersistentBroker(copy, configure: { $0.maxQueuedMessages = 0 }) { second, address2 in
+            print("persistence: recovered \(count) queued messages in \(ContinuousClock.now - started)")
             #expect(try await second.withCore { $0.session(forClientID: "compact-sub")?.outbound.queuedCount } == count)
             let (subscriber, _) = try await connect(address2, "compact-sub", clean: false)
             var seen = Set<String>()
@@ -324,11 +318,7 @@ struct PersistenceLiveTests {
             }
             #expect(seen.count == count)
             await subscriber.close()
-        } catch {
-            await second.shutdown()
-            throw error
         }
-        await second.shutdown()
     }
 
     @Test("a second broker on a directory in use is refused; a damaged log in the middle refuses to start")
