@@ -6,8 +6,9 @@
 #   options: --repeat R  --no-build  --keep (keep the temp dir with broker logs and raw JSON)
 #   env: MQTTCHAT_BIN=path (skip the build and use this binary)
 #
-# Runs: fan-out 1->10, pairs 10->10, fan-in 10->1 at QoS 0, 1, 2 (fixed duration each), a fixed-rate latency
-# run (pairs 10->10, QoS 1, 5,000 msg/s in total), and an idle-connections run (19,000 connections, 2,000 with
+# Runs: fan-out 1->10, pairs 10->10, fan-in 10->1 at QoS 0, 1, 2 (fixed duration each), two fixed-rate latency
+# runs (pairs 10->10, QoS 1, 5,000 msg/s in total: one evenly spaced stream, and the same rate as a burst of 10
+# messages every 2 ms), and an idle-connections run (19,000 connections, 2,000 with
 # --quick, on a freshly started broker: connect rate and broker memory per connection). Brokers are run
 # alternately for every run of every repetition. When our broker cannot be built
 # or started, its column says n/a and the mosquitto side still runs.
@@ -25,7 +26,7 @@ while [ $# -gt 0 ]; do
     --repeat) REPEAT="$2"; shift ;;
     --no-build) BUILD=0 ;;
     --keep) KEEP=1 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
   shift
@@ -156,6 +157,7 @@ for qos in 0 1 2; do
   RUNS+=("fanin-q$qos|--scenario fanin --publishers 10 --subscribers 1 --qos $qos --duration $DURATION")
 done
 RUNS+=("latency-5k|--scenario pairs --publishers 10 --subscribers 10 --qos 1 --rate 5000 --duration $LATENCY_DURATION")
+RUNS+=("latency-5k-burst|--scenario pairs --publishers 10 --subscribers 10 --qos 1 --rate 5000 --pacing aligned --duration $LATENCY_DURATION")
 
 RESULTS="$TMP/results.tsv"
 : > "$RESULTS"
@@ -260,7 +262,7 @@ def fmt(v, unit=""):
         return "n/a"
     return f"{v:,.0f}{unit}"
 
-header = f"{'run':<12} {'metric':<22} {'ours':>14} {'mosquitto':>14} {'ratio':>7}  {'lost o/m':>12} {'dup o/m':>9}"
+header = f"{'run':<16} {'metric':<22} {'ours':>14} {'mosquitto':>14} {'ratio':>7}  {'lost o/m':>12} {'dup o/m':>9}"
 print(header)
 print("-" * len(header))
 for name, by in rows.items():
@@ -283,10 +285,10 @@ for name, by in rows.items():
     for who, x in (("ours", o), ("mosquitto", m)):
         if x and x["failed"]:
             failed += f"  ({who}: {x['failed']} failed)"
-    print(f"{name:<12} {label:<22} {fmt(val(o,'value')):>14} {fmt(val(m,'value')):>14} "
+    print(f"{name:<16} {label:<22} {fmt(val(o,'value')):>14} {fmt(val(m,'value')):>14} "
           f"{ratio(val(o,'value'), val(m,'value')):>7}  {counts('lost'):>12} {counts('dup'):>9}{failed}")
     if extra_label:
-        print(f"{'':<12} {extra_label:<22} {fmt(val(o,'extra')):>14} {fmt(val(m,'extra')):>14} "
+        print(f"{'':<16} {extra_label:<22} {fmt(val(o,'extra')):>14} {fmt(val(m,'extra')):>14} "
               f"{ratio(val(o,'extra'), val(m,'extra')):>7}")
 print()
 print("ratio = ours / mosquitto (throughput and connects/s: higher is better; latency and memory: lower is better).")

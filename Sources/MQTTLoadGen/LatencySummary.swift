@@ -4,8 +4,12 @@ public struct LatencySummary: Sendable, Hashable, Codable {
     public var count: Int
     /// Median, microseconds.
     public var p50Micros: Double
+    /// 90th percentile, microseconds.
+    public var p90Micros: Double
     /// 99th percentile, microseconds.
     public var p99Micros: Double
+    /// 99.9th percentile, microseconds: the tail a chat user notices as a stutter.
+    public var p999Micros: Double
     /// Maximum, microseconds.
     public var maxMicros: Double
     /// Mean, microseconds.
@@ -21,7 +25,9 @@ public struct LatencySummary: Sendable, Hashable, Codable {
         }
         count = sorted.count
         p50Micros = rank(0.50)
+        p90Micros = rank(0.90)
         p99Micros = rank(0.99)
+        p999Micros = rank(0.999)
         maxMicros = Double(sorted[sorted.count - 1]) / 1_000
         meanMicros = sorted.reduce(0.0) { $0 + Double($1) } / Double(sorted.count) / 1_000
     }

@@ -11,6 +11,17 @@ public struct LoadGenConfig: Sendable, Hashable {
         case full
     }
 
+    /// How the publishers of a fixed-rate run share the rate.
+    public enum Pacing: String, Sendable, Hashable, Codable, CaseIterable {
+        /// Each publisher sends at `rate / publishers`, offset from the others so that together they make one
+        /// evenly spaced stream at `rate`: latency at the rate, without queueing behind other messages.
+        case interleaved
+        /// Every publisher's message is due at the same instants: a burst of `publishers` messages every
+        /// `publishers / rate` seconds. Latency then includes the queueing behind the rest of the burst (as when a
+        /// whole chat room answers at once).
+        case aligned
+    }
+
     /// Broker host (an address or a name).
     public var host: String = "127.0.0.1"
     /// Broker TCP port.
@@ -31,6 +42,8 @@ public struct LoadGenConfig: Sendable, Hashable {
     public var payloadSize: Int = PayloadStamp.byteCount
     /// Fixed-rate mode: total messages per second over all publishers (paced sending, latency is reported).
     public var rate: Double?
+    /// Fixed-rate mode: whether the publishers' messages interleave evenly or leave in bursts.
+    public var pacing: Pacing = .interleaved
     /// Unacknowledged QoS 1/2 messages each publisher may have outstanding. Keep it at or below the broker's
     /// inflight limit: mosquitto 2.0 acknowledges but silently drops incoming QoS 2 messages beyond
     /// `max_inflight_messages` (default 20) from MQTT 3.1.1 clients.
@@ -95,5 +108,14 @@ public struct LoadGenConfig: Sendable, Hashable {
         guard (1...60_000).contains(inflight) else { throw .invalidConfiguration("inflight must be 1...60000") }
         guard payloadSize <= 16 * 1024 * 1024 else { throw .invalidConfiguration("payload size over 16 MiB") }
         return config
+    }
+}
+
+extension LoadGenConfig {
+    /// How long after the common start publisher `index`'s first message is due: `index / rate` seconds when
+    /// interleaved (so consecutive messages of the whole run are `1 / rate` apart), 0 when aligned or not paced.
+    func phaseNanos(ofPublisher index: Int) -> UInt64 {
+        guard let rate, pacing == .interleaved else { return 0 }
+        return UInt64((Double(index) * 1e9 / rate).rounded())
     }
 }

@@ -30,6 +30,8 @@ public struct LoadGenResult: Sendable, Hashable, Codable {
     public var payloadSize: Int
     /// Target total rate in fixed-rate mode.
     public var targetRate: Double?
+    /// How the publishers shared the rate in fixed-rate mode.
+    public var pacing: LoadGenConfig.Pacing?
     /// Messages the publishers sent.
     public var published: Int
     /// QoS 1/2 messages the broker acknowledged (PUBACK / PUBCOMP); equals ``published`` at QoS 0.
@@ -77,7 +79,7 @@ public struct LoadGenResult: Sendable, Hashable, Codable {
             + "lost=\(lost) dup=\(duplicates) ooo=\(outOfOrder) time=\(format(elapsedSeconds, 3))s "
             + "deliv/s=\(format(deliveredPerSecond, 0)) pub/s=\(format(publishedPerSecond, 0))"
         if let latency {
-            line += " lat_us p50=\(format(latency.p50Micros, 0)) p99=\(format(latency.p99Micros, 0))"
+            line += " lat_us p50=\(format(latency.p50Micros, 0)) p90=\(format(latency.p90Micros, 0)) p99=\(format(latency.p99Micros, 0)) p99.9=\(format(latency.p999Micros, 0))"
                 + " max=\(format(latency.maxMicros, 0))"
         }
         if timedOut { line += " TIMEOUT" }

@@ -164,7 +164,9 @@ private struct RunSession {
                 let plan = PublisherPlan(
                     topic: topic(of: index), qos: config.qos, payloadSize: config.payloadSize,
                     publisherIndex: UInt32(index), messageLimit: config.duration == nil ? config.messagesPerPublisher : nil,
-                    rate: perPublisherRate, inflight: config.inflight, clientID: "bench-\(runID)-p\(index)",
+                    rate: perPublisherRate,
+                    phaseNanos: config.phaseNanos(ofPublisher: index),
+                    inflight: config.inflight, clientID: "bench-\(runID)-p\(index)",
                     keepAliveSeconds: config.keepAliveSeconds, decodePath: config.decodePath)
                 publisherConnects.append(
                     connect(PublisherHandler.self) { channel in
@@ -245,6 +247,7 @@ private struct RunSession {
         return LoadGenResult(
             scenario: config.scenario, qos: Int(config.qos.rawValue), publishers: config.publishers,
             subscribers: config.subscribers, payloadSize: config.payloadSize, targetRate: config.rate,
+            pacing: config.rate == nil ? nil : config.pacing,
             published: published, acknowledged: publishers.reduce(0) { $0 + $1.acknowledged },
             expectedDeliveries: expectations.reduce(0) { $0 + $1.reduce(0, +) }, delivered: delivered, lost: lost,
             duplicates: duplicates, outOfOrder: outOfOrder, elapsedSeconds: elapsedSeconds,
@@ -305,10 +308,10 @@ private struct RunSession {
                 connectsPerSecond: connectSeconds > 0 ? Double(opened) / connectSeconds : 0,
                 brokerRSSBeforeKiB: rssBefore, brokerRSSAfterKiB: rssAfter, brokerBytesPerConnection: perConnection)
             return LoadGenResult(
-                scenario: .idle, qos: 0, publishers: 0, subscribers: 0, payloadSize: 0, targetRate: nil, published: 0,
-                acknowledged: 0, expectedDeliveries: 0, delivered: 0, lost: 0, duplicates: 0, outOfOrder: 0,
-                elapsedSeconds: connectSeconds, publishSeconds: 0, deliveredPerSecond: 0, publishedPerSecond: 0,
-                latency: nil, idle: idle, timedOut: false)
+                scenario: .idle, qos: 0, publishers: 0, subscribers: 0, payloadSize: 0, targetRate: nil, pacing: nil,
+                published: 0, acknowledged: 0, expectedDeliveries: 0, delivered: 0, lost: 0, duplicates: 0,
+                outOfOrder: 0, elapsedSeconds: connectSeconds, publishSeconds: 0, deliveredPerSecond: 0,
+                publishedPerSecond: 0, latency: nil, idle: idle, timedOut: false)
         } catch {
             await closeAll(channels)
             throw error

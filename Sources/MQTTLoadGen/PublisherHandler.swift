@@ -24,6 +24,10 @@ struct PublisherPlan: Sendable {
     var messageLimit: Int?
     /// Messages per second for this publisher (nil: as fast as the window and the socket allow).
     var rate: Double?
+    /// How long after the common start this publisher's first message is due. Publisher `i` of `n` is offset by
+    /// `i / n` of its period, so the publishers' messages interleave into one evenly spaced stream instead of
+    /// leaving together as a burst of `n` (which would measure queueing behind the burst, not latency at the rate).
+    var phaseNanos: UInt64 = 0
     /// QoS 1/2 window.
     var inflight: Int
     var clientID: String
@@ -39,6 +43,8 @@ final class PublisherHandler: ChannelInboundHandler {
 
     /// Messages written per write call (one flush per batch).
     private static let batchSize = 256
+    /// The pacing timer never fires more often than this; at higher rates each firing sends what is due.
+    private static let minimumPacerSpacingNanos: UInt64 = 50_000
     /// Packet identifiers run 1...65535.
     private static let packetIDCount = 65_535
 
@@ -54,7 +60,8 @@ final class PublisherHandler: ChannelInboundHandler {
     private var scanner: InboundFrameScanner
     private var inbound = InboundBuffer()
     private var opening: ConnectionOpening
-    private var pacer: RepeatedTask?
+    /// The timer that sends the next due message of a rate-paced run.
+    private var pacer: Scheduled<Void>?
 
     private var started = false
     private var stopped = false
@@ -154,11 +161,6 @@ final class PublisherHandler: ChannelInboundHandler {
         started = true
         startNanos = NIODeadline.now().uptimeNanoseconds
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        if plan.rate != nil {
-            pacer = context.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(1), delay: .milliseconds(1)) {
-                _ in bound.value.sendMore()
-            }
-        }
         if let deadline {
             context.eventLoop.scheduleTask(deadline: deadline) { bound.value.stop() }
         }
@@ -197,10 +199,35 @@ final class PublisherHandler: ChannelInboundHandler {
         if let limit = plan.messageLimit { allowed = min(allowed, limit - sent) }
         if plan.qos != .atMostOnce { allowed = min(allowed, plan.inflight - inflight) }
         if let rate = plan.rate {
-            let due = Int(Double(now &- startNanos) * rate / 1e9) + 1
-            allowed = min(allowed, due - sent)
+            allowed = min(allowed, Self.messagesDue(at: now, since: startNanos &+ plan.phaseNanos, rate: rate) - sent)
         }
         return max(0, allowed)
+    }
+
+    /// How many messages of a stream at `rate` per second whose first message is due at `firstDueNanos` are due
+    /// at `now`.
+    static func messagesDue(at now: UInt64, since firstDueNanos: UInt64, rate: Double) -> Int {
+        guard now >= firstDueNanos else { return 0 }
+        return Int(Double(now - firstDueNanos) * rate / 1e9) + 1
+    }
+
+    /// When the message after the first `sent` of that stream is due.
+    static func nextDueNanos(after sent: Int, since firstDueNanos: UInt64, rate: Double) -> UInt64 {
+        firstDueNanos &+ UInt64((Double(sent) * 1e9 / rate).rounded(.up))
+    }
+
+    /// In a rate-paced run, arms the timer for the next due message, unless the window is full (an
+    /// acknowledgement then resumes sending) or a timer is already armed.
+    private func armPacer(now: UInt64) {
+        guard let rate = plan.rate, pacer == nil, !sendingFinished, let context else { return }
+        guard plan.qos == .atMostOnce || inflight < plan.inflight else { return }
+        let due = Self.nextDueNanos(after: sent, since: startNanos &+ plan.phaseNanos, rate: rate)
+        let deadline = max(due, now &+ Self.minimumPacerSpacingNanos)
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        pacer = context.eventLoop.scheduleTask(deadline: .uptimeNanoseconds(deadline)) {
+            bound.value.pacer = nil
+            bound.value.sendMore()
+        }
     }
 
     /// Writes one batch, flushes once, and schedules the next batch while the socket and the window allow.
@@ -208,7 +235,10 @@ final class PublisherHandler: ChannelInboundHandler {
         guard started, let context, context.channel.isActive, context.channel.isWritable else { return }
         let now = NIODeadline.now().uptimeNanoseconds
         let count = allowance(now: now)
-        guard count > 0 else { return }
+        guard count > 0 else {
+            armPacer(now: now)
+            return
+        }
         if firstSendNanos == 0 { firstSendNanos = now }
         var buffer = context.channel.allocator.buffer(capacity: count * template.size)
         for _ in 0..<count {
@@ -229,6 +259,8 @@ final class PublisherHandler: ChannelInboundHandler {
                 bound.value.sendScheduled = false
                 bound.value.sendMore()
             }
+        } else {
+            armPacer(now: now)
         }
     }
 

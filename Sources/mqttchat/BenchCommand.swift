@@ -12,7 +12,9 @@ struct BenchCommand: AsyncParsableCommand {
         discussion: """
             Counts lost, duplicated and out-of-order messages (sequence numbers in the payload) and measures \
             delivered messages per second from the first send to the last reception. With --rate, sending is \
-            paced and latency percentiles are reported from a send time stamped in the payload.
+            paced (by default the publishers interleave into one evenly spaced stream; --pacing aligned sends a \
+            burst from every publisher at once) and latency percentiles are reported from a send time stamped in \
+            the payload.
             """
     )
 
@@ -28,6 +30,8 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: .customLong("payload-size"), help: "Payload bytes (at least 16: the stamp).") var payloadSize = 16
     @Option(help: "Fixed-rate mode: total messages per second over all publishers; reports latency.")
     var rate: Double?
+    @Option(help: "Fixed-rate mode: interleaved (one evenly spaced stream) or aligned (a burst from every publisher at once).")
+    var pacing: PacingArgument = .interleaved
     @Option(help: "Unacknowledged QoS 1/2 messages per publisher (keep <= the broker's inflight limit).") var inflight = 20
     @Option(help: "Idle mode: connections to open.") var connections = 100
     @Option(name: .customLong("broker-pid"), help: "Idle mode: broker process whose VmRSS is read.")
@@ -44,6 +48,11 @@ struct BenchCommand: AsyncParsableCommand {
     /// `--scenario` values.
     enum ScenarioArgument: String, ExpressibleByArgument, CaseIterable {
         case fanout, fanin, pairs, idle
+    }
+
+    /// `--pacing` values (see ``LoadGenConfig/Pacing``).
+    enum PacingArgument: String, ExpressibleByArgument, CaseIterable {
+        case interleaved, aligned
     }
 
     func run() async throws {
@@ -64,6 +73,7 @@ struct BenchCommand: AsyncParsableCommand {
         config.duration = duration
         config.payloadSize = payloadSize
         config.rate = rate
+        config.pacing = LoadGenConfig.Pacing(rawValue: pacing.rawValue) ?? .interleaved
         config.inflight = inflight
         config.connections = connections
         config.brokerPID = brokerPID

@@ -47,6 +47,10 @@ struct DeliveryAccountingTests {
         #expect(summary.p50Micros == 50)
         #expect(summary.p99Micros == 99)
         #expect(summary.maxMicros == 100)
+        #expect(summary.p90Micros == 90)
+        #expect(summary.p999Micros == 100)
+        let large = try #require(LatencySummary(nanoseconds: (1...2_000).map { UInt64($0) * 1_000 }))
+        #expect(large.p999Micros == 1_998)
         #expect(LatencySummary(nanoseconds: []) == nil)
     }
 }

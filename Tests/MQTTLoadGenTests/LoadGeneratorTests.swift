@@ -37,18 +37,22 @@ struct LoadGeneratorTests {
         #expect(result.deliveredPerSecond > 0)
     }
 
-    @Test("fixed-rate mode reports ordered latency percentiles for every delivered message")
-    func latency() async throws {
+    @Test(
+        "fixed-rate mode reports ordered latency percentiles for every delivered message",
+        arguments: LoadGenConfig.Pacing.allCases)
+    func latency(pacing: LoadGenConfig.Pacing) async throws {
         let result = try await MosquittoFixture.with { broker in
             var config = LoadGenConfig(scenario: .fanout, qos: .atLeastOnce)
             config.port = broker.port
-            config.publishers = 1
+            config.publishers = 2
             config.subscribers = 2
-            config.messagesPerPublisher = 200
+            config.messagesPerPublisher = 100
             config.rate = 2_000
+            config.pacing = pacing
             return try await LoadGenerator.run(config)
         }
         let latency = try #require(result.latency)
+        #expect(result.pacing == pacing)
         #expect(result.published == 200)
         #expect(latency.count == 400)
         #expect(result.lost == 0)
