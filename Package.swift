@@ -148,6 +148,16 @@ let package = Package(
         ),
 
         // MARK: Tests
+        // Live-test harness shared by the client, chat and load-generator tests: our broker in-process or a real
+        // mosquitto on a free 127.0.0.1 port, TLS files, sockets and subprocesses.
+        .target(
+            name: "LiveTestSupport",
+            dependencies: [
+                "MQTTBroker",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/LiveTestSupport"
+        ),
         .testTarget(
             name: "MQTTCoreTests",
             dependencies: [
@@ -168,21 +178,21 @@ let package = Package(
         .testTarget(
             name: "MQTTClientTests",
             dependencies: [
-                "MQTTClient", "MQTTCore", "MQTTBroker", "MQTTClientProbe",
+                "MQTTClient", "MQTTCore", "MQTTBroker", "MQTTClientProbe", "LiveTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
             name: "MQTTLoadGenTests",
             dependencies: [
-                "MQTTLoadGen", "MQTTCore",
+                "MQTTLoadGen", "MQTTCore", "LiveTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .testTarget(
             name: "MQTTChatTests",
             dependencies: [
-                "MQTTChat", "MQTTClient", "MQTTBroker",
+                "MQTTChat", "MQTTClient", "MQTTBroker", "LiveTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

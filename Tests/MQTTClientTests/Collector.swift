@@ -1,4 +1,5 @@
 import Foundation
+import LiveTestSupport
 
 /// Collects everything an `AsyncStream` yields so tests can wait (bounded) for what they expect.
 final class Collector<Element: Sendable>: @unchecked Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import LiveTestSupport
 import MQTTClient
 import MQTTCore
 import Testing

@@ -1,3 +1,4 @@
+import LiveTestSupport
 import MQTTCore
 import MQTTLoadGen
 import Testing
@@ -86,7 +87,7 @@ struct LoadGeneratorTests {
             config.port = broker.port
             config.connections = 50
             config.connectConcurrency = 16
-            config.brokerPID = broker.pid
+            config.brokerPID = broker.processIdentifier
             return try await LoadGenerator.run(config)
         }
         let idle = try #require(result.idle)
@@ -100,7 +101,7 @@ struct LoadGeneratorTests {
     @Test("a broker that is not there is a typed error, quickly")
     func noBroker() async throws {
         var config = LoadGenConfig(scenario: .fanout)
-        config.port = try MosquittoFixture.freePort()
+        config.port = try freePort()
         config.connectTimeout = 2
         await #expect(throws: LoadGenError.self) { try await LoadGenerator.run(config) }
     }

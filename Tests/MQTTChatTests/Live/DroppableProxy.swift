@@ -1,4 +1,5 @@
 import Foundation
+import LiveTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -19,7 +20,7 @@ final class DroppableProxy: @unchecked Sendable {
     init(upstreamPort: Int) throws {
         self.upstreamPort = upstreamPort
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw HarnessError.socket("socket") }
+        guard fd >= 0 else { throw HarnessError("socket() failed, errno \(errno)") }
         var reuse: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
         var address = loopback(port: 0)
@@ -32,7 +33,7 @@ final class DroppableProxy: @unchecked Sendable {
         }
         guard bound == 0, named == 0, listen(fd, 8) == 0 else {
             close(fd)
-            throw HarnessError.socket("bind/listen")
+            throw HarnessError("bind/listen on 127.0.0.1:0 failed, errno \(errno)")
         }
         listener = fd
         port = Int(UInt16(bigEndian: address.sin_port))

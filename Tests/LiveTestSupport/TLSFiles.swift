@@ -1,14 +1,15 @@
 import Foundation
 
 /// A certificate authority and a server certificate for 127.0.0.1, made with the openssl CLI in a temp directory.
-struct TLSFiles: Sendable {
-    let directory: URL
-    var caCertificate: URL { directory.appendingPathComponent("ca.crt") }
-    var serverCertificate: URL { directory.appendingPathComponent("server.crt") }
-    var serverKey: URL { directory.appendingPathComponent("server.key") }
+public struct TLSFiles: Sendable {
+    /// Where the files are.
+    public let directory: URL
+    public var caCertificate: URL { directory.appendingPathComponent("ca.crt") }
+    public var serverCertificate: URL { directory.appendingPathComponent("server.crt") }
+    public var serverKey: URL { directory.appendingPathComponent("server.key") }
 
     /// Generates a CA (`name`) and, unless `caOnly`, a server certificate it signs for CN/SAN 127.0.0.1 + localhost.
-    static func generate(name: String = "mqttchat test CA", caOnly: Bool = false) async throws -> TLSFiles {
+    public static func generate(name: String = "mqttchat test CA", caOnly: Bool = false) async throws -> TLSFiles {
         let files = TLSFiles(directory: try makeTemporaryDirectory(prefix: "mqttclient-tls"))
         let dir = files.directory.path
         let openssl = "/usr/bin/openssl"
@@ -26,7 +27,7 @@ struct TLSFiles: Sendable {
     }
 
     /// Makes a client certificate with CN `name`, signed by this CA; returns its certificate and key files.
-    func makeClientCertificate(name: String) async throws -> (certificate: URL, key: URL) {
+    public func makeClientCertificate(name: String) async throws -> (certificate: URL, key: URL) {
         let dir = directory.path
         let openssl = "/usr/bin/openssl"
         try await run(openssl, ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(dir)/\(name).key",
@@ -36,7 +37,8 @@ struct TLSFiles: Sendable {
         return (directory.appendingPathComponent("\(name).crt"), directory.appendingPathComponent("\(name).key"))
     }
 
-    func remove() {
+    /// Deletes the directory and every file in it.
+    public func remove() {
         try? FileManager.default.removeItem(at: directory)
     }
 }

@@ -1,0 +1,49 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A port of 127.0.0.1 that was free a moment ago (bind to port 0, read it, close).
+public func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw HarnessError("socket() failed, errno \(errno)") }
+    defer { close(fd) }
+    var address = loopback(port: 0)
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let named = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard named else { throw HarnessError("bind/getsockname on 127.0.0.1:0 failed, errno \(errno)") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// Whether something accepts TCP connections on 127.0.0.1:`port`.
+public func canConnect(port: Int) -> Bool {
+    guard let fd = try? connectedSocket(port: port) else { return false }
+    close(fd)
+    return true
+}
+
+/// A blocking socket connected to 127.0.0.1:`port`; the caller closes it.
+public func connectedSocket(port: Int) throws -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw HarnessError("socket() failed, errno \(errno)") }
+    var address = loopback(port: port)
+    let result = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard result == 0 else {
+        let error = errno
+        close(fd)
+        throw HarnessError("connect to 127.0.0.1:\(port) failed, errno \(error)")
+    }
+    return fd
+}
+
+/// The IPv4 socket address 127.0.0.1:`port`.
+public func loopback(port: Int) -> sockaddr_in {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = UInt16(port).bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    return address
+}
