@@ -297,10 +297,10 @@ final class BrokerCore {
     /// Whether a flush of the dirty connections is already scheduled for the end of this loop tick.
     private var flushScheduled = false
 
-    /// Remembers that `connection` has unflushed writes and makes sure they are flushed at the end of the current
-    /// event-loop tick: NIO runs tasks after the I/O events of a tick, so everything the reads of every socket in
-    /// one tick wrote to a connection (acks, and in fan-in the messages of many publishers for one subscriber) leaves
-    /// in one flush, i.e. one `writev`.
+    /// Remembers that `connection` has unflushed writes and makes sure they are flushed by the end of the current
+    /// event-loop tick (NIO runs tasks after the I/O events of a tick). A socket served on this loop flushes sooner,
+    /// when its read batch is complete (``BrokerConnectionHandler/channelReadComplete(context:)``); the task then
+    /// finds nothing left. Everything one read batch wrote to a connection leaves in one flush, i.e. one `writev`.
     func markDirty(_ connection: BrokerConnectionHandler) {
         guard !connection.isDirty else { return }
         connection.isDirty = true

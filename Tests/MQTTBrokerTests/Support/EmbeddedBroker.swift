@@ -68,7 +68,8 @@ final class EmbeddedClient {
 
     /// Everything the broker wrote (and flushed) to this client since the last call.
     func received() throws -> [MQTTPacket] {
-        // The broker flushes at the end of each loop tick (BrokerCore.markDirty): finish the tick.
+        // A read batch flushes what it wrote; writes made outside a read leave at the end of the loop tick
+        // (BrokerCore.markDirty): finish the tick.
         channel.embeddedEventLoop.run()
         while var chunk = try channel.readOutbound(as: ByteBuffer.self) {
             pending.writeBuffer(&chunk)

@@ -383,4 +383,31 @@ struct BrokerCoreTests {
         let (other, _) = try broker.connect(ConnectPacket(clientIdentifier: "other"))
         #expect(try subscribe(other, "#", qos: .atMostOnce).count == 1)
     }
+
+    @Test("what a read batch writes leaves when the batch is complete, without waiting for the end of the loop tick")
+    func flushPerReadBatch() throws {
+        let broker = EmbeddedBroker()
+        let (subscriber, _) = try broker.connect(ConnectPacket(clientIdentifier: "sub"))
+        let (publisher, _) = try broker.connect(ConnectPacket(clientIdentifier: "pub"))
+        #expect(try subscribe(subscriber, "room/#", qos: .atLeastOnce).count == 1)
+        // One read batch (channelRead + channelReadComplete) and no loop tick: the loop's tasks do not run.
+        try publisher.channel.writeInbound(
+            ByteBuffer(bytes: try encoded(.publish(PublishPacket(topic: "room/a", payload: payload("now"), qos: .atLeastOnce, packetID: 3)))))
+        let delivered = try #require(try subscriber.channel.readOutbound(as: ByteBuffer.self))
+        var decoder = MQTTPacketDecoder()
+        var bytes = delivered
+        guard case .publish(let publish) = try decoder.decode(from: &bytes) else {
+            Issue.record("expected a PUBLISH")
+            return
+        }
+        #expect(publish.topic == "room/a")
+        let acknowledgement = try #require(try publisher.channel.readOutbound(as: ByteBuffer.self))
+        #expect(acknowledgement.readableBytes == 4)  // PUBACK
+    }
+
+    private func encoded(_ packet: MQTTPacket) throws -> [UInt8] {
+        var buffer = ByteBuffer()
+        try MQTTPacketEncoder.encode(packet, into: &buffer)
+        return Array(buffer.readableBytesView)
+    }
 }
