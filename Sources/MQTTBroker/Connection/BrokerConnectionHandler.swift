@@ -7,9 +7,10 @@ import NIOCore
 /// machines decide. Writes are not flushed per packet; the core flushes every touched connection once per read
 /// batch.
 ///
-/// Lives on the broker core's event loop, like the core itself. A connection whose socket is on the core's loop
-/// sits in the channel pipeline; a socket on another loop of the group is served through a ``ConnectionRelay``
-/// that forwards its bytes here and a ``RelayedChannel`` that carries the writes back.
+/// Lives on the broker core's event loop, like the core itself (hence its `@exclusivity(unchecked)` properties, see
+/// ``BrokerCore``). A connection whose socket is on the core's loop sits in the channel pipeline; a socket on
+/// another loop of the group is served through a ``ConnectionRelay`` that forwards its bytes here and a
+/// ``RelayedChannel`` that carries the writes back.
 final class BrokerConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -17,39 +18,39 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     let core: BrokerCore
     /// The client's address, for log metadata (NIO keeps it in the channel).
     private var remoteAddress: SocketAddress? { transport?.remoteAddress }
-    private(set) var transport: ConnectionTransport?
-    private var decoder: MQTTPacketDecoder
-    private var cumulation: ByteBuffer?
-    private var stateMachine: ConnectionStateMachine
+    @exclusivity(unchecked) private(set) var transport: ConnectionTransport?
+    @exclusivity(unchecked) private var decoder: MQTTPacketDecoder
+    @exclusivity(unchecked) private var cumulation: ByteBuffer?
+    @exclusivity(unchecked) private var stateMachine: ConnectionStateMachine
     /// When this connection's timer (connect timeout, keepalive) is due, in the core's deadline heap; nil when
     /// none is armed. An entry of the heap with another deadline is stale.
-    private(set) var timerDeadline: NIODeadline?
+    @exclusivity(unchecked) private(set) var timerDeadline: NIODeadline?
     /// Made when someone asks for ``closeFuture`` (shutdown, tests): most connections never need one.
-    private var closePromise: EventLoopPromise<Void>?
-    private var protocolVersion: MQTTProtocolVersion = .v3_1_1
+    @exclusivity(unchecked) private var closePromise: EventLoopPromise<Void>?
+    @exclusivity(unchecked) private var protocolVersion: MQTTProtocolVersion = .v3_1_1
     /// [tls] The listener takes the user name from the client certificate (`use_identity_as_username`); CONNECT's
     /// user name and password are then ignored and the core skips password authentication.
     let usesCertificateIdentity: Bool
     /// [tls] The certificate identity, delivered by the TLS layer after the handshake, before any MQTT byte.
-    private var certificateIdentity: TLSClientIdentity?
+    @exclusivity(unchecked) private var certificateIdentity: TLSClientIdentity?
 
     /// The session attached by a successful CONNECT; set and cleared by the core.
-    var session: BrokerSession?
+    @exclusivity(unchecked) var session: BrokerSession?
     /// The will registered by CONNECT; published by the core when the connection ends without DISCONNECT.
-    private(set) var will: ConnectPacket.Will?
+    @exclusivity(unchecked) private(set) var will: ConnectPacket.Will?
     /// Whether there are unflushed writes (managed by ``BrokerCore/markDirty(_:)``).
-    var isDirty = false
+    @exclusivity(unchecked) var isDirty = false
     /// The allocator for encoding: every broker socket uses NIO's default allocator.
     var allocator: ByteBufferAllocator { core.allocator }
     // [flow] flow control (BrokerConnectionHandler+FlowControl.swift).
     /// Bounds the output the client has not read (slow consumer policy).
-    var outputGate: PendingOutputGate
+    @exclusivity(unchecked) var outputGate: PendingOutputGate
     /// Bytes written since the last flush, reported back by the socket's loop once the batch is written.
-    var unflushedBytes = 0
+    @exclusivity(unchecked) var unflushedBytes = 0
     /// Closes the connection when its output stays blocked for `slow_consumer_timeout`.
-    var slowConsumerTimer: Scheduled<Void>?
+    @exclusivity(unchecked) var slowConsumerTimer: Scheduled<Void>?
     /// Whether the core stopped reading this connection (publisher back-pressure).
-    var isReadingPausedByCore = false
+    @exclusivity(unchecked) var isReadingPausedByCore = false
 
     /// Whether the connection has not been closed yet.
     var isOpen: Bool { stateMachine.isOpen }
@@ -118,7 +119,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         context.fireChannelActive()
     }
 
-    private var started = false
+    @exclusivity(unchecked) private var started = false
 
     private func start() {
         guard !started else { return }
@@ -184,7 +185,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         signalClosed()
     }
 
-    private var closeSignalled = false
+    @exclusivity(unchecked) private var closeSignalled = false
 
     private func signalClosed() {
         guard !closeSignalled else { return }
@@ -496,7 +497,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
 
     /// Small packets written since the last hand-over to the transport, coalesced into one buffer: the acks and
     /// PUBLISHes of one batch leave as one write instead of one buffer (and one allocation) each.
-    private var output: ByteBuffer?
+    @exclusivity(unchecked) private var output: ByteBuffer?
     /// The coalescing buffer's first size: a batch of acks and small PUBLISHes fits, and it stays below glibc's
     /// large-chunk threshold (1,024 bytes), whose allocations first consolidate every freed small chunk.
     static let outputInitialCapacity = 512

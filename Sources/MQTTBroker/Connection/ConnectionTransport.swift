@@ -52,14 +52,15 @@ enum ConnectionTransport {
     }
 }
 
-/// The writes of a handler that sits in its socket's pipeline, on the core's loop. Confined to that loop.
+/// The writes of a handler that sits in its socket's pipeline, on the core's loop. Confined to that loop (hence its
+/// `@exclusivity(unchecked)` property, see ``BrokerCore``).
 ///
 /// Each buffer goes into NIO's write queue when the next one arrives; only the last is held back, so the flush can
 /// attach the one promise that reports the batch written. (No array of pending buffers: it would stay allocated on
 /// every idle connection.)
 final class PipelineChannel {
     let context: ChannelHandlerContext
-    private var held: ByteBuffer?
+    @exclusivity(unchecked) private var held: ByteBuffer?
 
     init(context: ChannelHandlerContext) {
         self.context = context
@@ -102,12 +103,12 @@ final class PipelineChannel {
 /// per batch and takes no lock of ours. Tasks from one loop to another run in order, so writes keep their order.
 /// The socket's loop answers with one `execute` per batch once the batch is written.
 ///
-/// Confined to the core's event loop.
+/// Confined to the core's event loop (hence its `@exclusivity(unchecked)` property, see ``BrokerCore``).
 final class RelayedChannel {
     let channel: any Channel
     /// The relay in the socket's pipeline, to pause reading on behalf of the core.
     private let relay: NIOLoopBound<ConnectionRelay>?
-    private var pending: [ByteBuffer] = []
+    @exclusivity(unchecked) private var pending: [ByteBuffer] = []
 
     init(channel: any Channel, relay: NIOLoopBound<ConnectionRelay>? = nil) {
         self.channel = channel

@@ -8,6 +8,12 @@ import NIOCore
 /// the connection handlers of every client live on that same loop, so the message path takes no locks. The
 /// sockets themselves may be served on other loops (see ``ConnectionRelay``). Nothing in here is global, so a later
 /// version can run one core per loop and route between them.
+///
+/// Exclusivity: the stored properties of the core and of the other classes confined to its loop (connection
+/// handlers, sessions, the subscription trie, the transports) are `@exclusivity(unchecked)`. One thread touches
+/// them, so no two accesses can overlap across threads; the compiler's static exclusivity checks still apply, and
+/// the dynamic ones cost about 7% of the CPU on the message path (fan-in QoS 2: 109k → 117k msg/s, pairs QoS 1:
+/// 238k → 259k msg/s, medians of 4 alternating runs).
 final class BrokerCore {
     /// The broker version announced on `$SYS/broker/version`.
     static let version = "mqttchat 0.1.0"
@@ -20,31 +26,31 @@ final class BrokerCore {
     /// When the core was created, for `$SYS/broker/uptime`.
     let startedAt: NIODeadline
 
-    var statistics = BrokerStatistics()
-    private var sessionsByClientID: [String: BrokerSession] = [:]
-    private(set) var sessionsByKey: [SessionKey: BrokerSession] = [:]
+    @exclusivity(unchecked) var statistics = BrokerStatistics()
+    @exclusivity(unchecked) private var sessionsByClientID: [String: BrokerSession] = [:]
+    @exclusivity(unchecked) private(set) var sessionsByKey: [SessionKey: BrokerSession] = [:]
     private let subscriptionIndex = SubscriptionIndex<SessionKey>()
     let retainedStore = RetainedStore()
     /// Every open connection, connected or still waiting for CONNECT, for shutdown.
-    private(set) var connections: [ObjectIdentifier: BrokerConnectionHandler] = [:]
+    @exclusivity(unchecked) private(set) var connections: [ObjectIdentifier: BrokerConnectionHandler] = [:]
     /// Connections written to since the last flush.
-    private var dirtyConnections: [BrokerConnectionHandler] = []
+    @exclusivity(unchecked) private var dirtyConnections: [BrokerConnectionHandler] = []
     /// The list ``flushDirty()`` hands back for the next tick's dirty connections.
-    private var spareDirtyConnections: [BrokerConnectionHandler] = []
-    private var nextSessionKey: UInt64 = 0
-    private var nextAssignedID: UInt64 = 0
-    private(set) var isShuttingDown = false
-    private var sysTask: Scheduled<Void>?
+    @exclusivity(unchecked) private var spareDirtyConnections: [BrokerConnectionHandler] = []
+    @exclusivity(unchecked) private var nextSessionKey: UInt64 = 0
+    @exclusivity(unchecked) private var nextAssignedID: UInt64 = 0
+    @exclusivity(unchecked) private(set) var isShuttingDown = false
+    @exclusivity(unchecked) private var sysTask: Scheduled<Void>?
     /// Connection deadlines and the one timer armed for the earliest (BrokerCore+Deadlines.swift).
-    var connectionDeadlines = DeadlineHeap<ObjectIdentifier>()
-    var deadlineTimer: Scheduled<Void>?
-    var deadlineTimerAt: NIODeadline?
-    var isFiringDeadlines = false
+    @exclusivity(unchecked) var connectionDeadlines = DeadlineHeap<ObjectIdentifier>()
+    @exclusivity(unchecked) var deadlineTimer: Scheduled<Void>?
+    @exclusivity(unchecked) var deadlineTimerAt: NIODeadline?
+    @exclusivity(unchecked) var isFiringDeadlines = false
     // [flow] publisher back-pressure (BrokerCore+FlowControl.swift); nil when `backpressure_stall_ms` is 0.
-    var backpressure: PublisherBackpressure<ObjectIdentifier, SessionKey>?
-    var stallCheckTask: Scheduled<Void>?
+    @exclusivity(unchecked) var backpressure: PublisherBackpressure<ObjectIdentifier, SessionKey>?
+    @exclusivity(unchecked) var stallCheckTask: Scheduled<Void>?
     /// [persist] Durable persistence (Persistence/); nil when off, which keeps every hook a nil check.
-    var persistence: PersistenceStore?
+    @exclusivity(unchecked) var persistence: PersistenceStore?
 
     init(configuration: BrokerConfiguration, logger: Logger, eventLoop: any EventLoop) {
         self.configuration = configuration
@@ -55,7 +61,7 @@ final class BrokerCore {
     }
 
     /// The number of sessions with a connection attached.
-    private(set) var connectedClientCount = 0
+    @exclusivity(unchecked) private(set) var connectedClientCount = 0
 
     /// The number of sessions, connected or not.
     var sessionCount: Int { sessionsByKey.count }
@@ -295,7 +301,7 @@ final class BrokerCore {
     // MARK: Flushing
 
     /// Whether a flush of the dirty connections is already scheduled for the end of this loop tick.
-    private var flushScheduled = false
+    @exclusivity(unchecked) private var flushScheduled = false
 
     /// Remembers that `connection` has unflushed writes and makes sure they are flushed by the end of the current
     /// event-loop tick (NIO runs tasks after the I/O events of a tick). A socket served on this loop flushes sooner,

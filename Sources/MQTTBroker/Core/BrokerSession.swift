@@ -9,20 +9,21 @@ struct SessionKey: Hashable, Sendable {
 /// outbound QoS 1/2 flow and the inbound QoS 2 identifiers, plus the connection currently attached, if any.
 ///
 /// The protocol logic lives in the value-type state machines it holds; this class only gives the session an
-/// identity the subscription index can point at. Confined to the broker's event loop.
+/// identity the subscription index can point at. Confined to the broker's event loop (hence its
+/// `@exclusivity(unchecked)` properties, see ``BrokerCore``).
 final class BrokerSession {
     let key: SessionKey
     let clientID: String
     /// Clean session flag of the connection that created or last resumed the session.
-    var cleanSession: Bool
+    @exclusivity(unchecked) var cleanSession: Bool
     /// Topic filter -> granted QoS.
-    var subscriptions: [String: QoS] = [:]
-    var outbound: OutboundFlow
-    var inboundQoS2 = InboundQoS2Tracker()
+    @exclusivity(unchecked) var subscriptions: [String: QoS] = [:]
+    @exclusivity(unchecked) var outbound: OutboundFlow
+    @exclusivity(unchecked) var inboundQoS2 = InboundQoS2Tracker()
     /// The connection attached to the session; nil while the client is offline.
-    var connection: BrokerConnectionHandler?
+    @exclusivity(unchecked) var connection: BrokerConnectionHandler?
     /// [auth] What the client attached last may publish, subscribe to and receive (set at every CONNECT).
-    var accessPolicy = ClientAccessPolicy.unrestricted
+    @exclusivity(unchecked) var accessPolicy = ClientAccessPolicy.unrestricted
 
     init(key: SessionKey, clientID: String, cleanSession: Bool, outbound: OutboundFlow) {
         self.key = key

@@ -5,13 +5,13 @@ import MQTTCore
 /// subscriptions.
 ///
 /// Generic over the subscriber key so it can be unit tested with plain strings. Not thread-safe: the broker
-/// keeps it confined to its event loop.
+/// keeps it confined to its event loop (hence the `@exclusivity(unchecked)` properties, see ``BrokerCore``).
 final class SubscriptionIndex<Subscriber: Hashable> {
     private final class Node {
-        var children: [Substring: Node] = [:]
-        var plus: Node?
-        var hash: Node?
-        var subscribers: [Subscriber: QoS] = [:]
+        @exclusivity(unchecked) var children: [Substring: Node] = [:]
+        @exclusivity(unchecked) var plus: Node?
+        @exclusivity(unchecked) var hash: Node?
+        @exclusivity(unchecked) var subscribers: [Subscriber: QoS] = [:]
 
         var isEmpty: Bool { children.isEmpty && plus == nil && hash == nil && subscribers.isEmpty }
     }
@@ -19,7 +19,7 @@ final class SubscriptionIndex<Subscriber: Hashable> {
     private let root = Node()
 
     /// The number of (subscriber, filter) pairs stored.
-    private(set) var count = 0
+    @exclusivity(unchecked) private(set) var count = 0
 
     init() {}
 
@@ -82,7 +82,7 @@ final class SubscriptionIndex<Subscriber: Hashable> {
     }
 
     /// Matched nodes of the last ``forEachMatch(topic:_:)``, kept for their capacity.
-    private var scratchNodes: [Node] = []
+    @exclusivity(unchecked) private var scratchNodes: [Node] = []
 
     private static func child(of node: Node, for level: Substring) -> Node {
         switch level {
