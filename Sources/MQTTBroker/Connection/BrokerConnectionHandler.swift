@@ -263,7 +263,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         case .process:
             core.statistics.messagesReceived += 1
         }
-        if core.logger.logLevel <= .trace {
+        if core.logsEveryPacket {
             logger.trace("received", metadata: ["packet": "\(packet.type)"])
         }
         switch packet {

@@ -20,6 +20,9 @@ final class BrokerCore {
 
     let configuration: BrokerConfiguration
     let logger: Logger
+    /// Whether every received packet is logged (trace level): read once, because asking the logger
+    /// copies its handler on every packet.
+    let logsEveryPacket: Bool
     let eventLoop: any EventLoop
     /// The allocator outgoing packets are encoded with (the one NIO gives every socket by default).
     let allocator = ByteBufferAllocator()
@@ -55,6 +58,7 @@ final class BrokerCore {
     init(configuration: BrokerConfiguration, logger: Logger, eventLoop: any EventLoop) {
         self.configuration = configuration
         self.logger = logger
+        self.logsEveryPacket = logger.logLevel <= .trace
         self.eventLoop = eventLoop
         self.startedAt = eventLoop.now
         self.backpressure = configuration.backpressureStallTimeout.map { PublisherBackpressure(stallTimeout: $0) }  // [flow]
