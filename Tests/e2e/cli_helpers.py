@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import free_port
+from conftest import AuthBroker, make_passwd_with_mosquitto
 
 WAIT = 10.0
 REPO = Path(__file__).resolve().parents[2]
@@ -159,54 +159,18 @@ def start_subscriber(cli_factory, broker, *args: str) -> CLIProcess:
 
 # --------------------------------------------------------------------------- mosquitto with passwords
 
-class AuthMosquitto:
-    """mosquitto on a free port that requires a user name and password (allow_anonymous false)."""
-
-    def __init__(self, tmp: Path, users: dict[str, str]):
-        if shutil.which("mosquitto") is None or shutil.which("mosquitto_passwd") is None:
-            pytest.skip("mosquitto / mosquitto_passwd not installed")
-        self.port = free_port()
-        passwd = tmp / "passwd"
-        for i, (user, password) in enumerate(users.items()):
-            subprocess.run(["mosquitto_passwd", "-b"] + (["-c"] if i == 0 else []) + [str(passwd), user, password],
-                           check=True, capture_output=True, timeout=10)
-        conf = tmp / "auth.conf"
-        # `user root`: when started as root, mosquitto would otherwise switch to the mosquitto user, which
-        # cannot read a password file in pytest's private tmp dir (ignored when not started as root).
-        conf.write_text(f"user root\nlog_dest stdout\nlistener {self.port} 127.0.0.1\nallow_anonymous false\n"
-                        f"password_file {passwd}\n")
-        self.log = open(tmp / "auth.log", "wb")
-        self.proc = subprocess.Popen(["mosquitto", "-c", str(conf)], stdout=self.log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
-        import socket
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"mosquitto exited: {(tmp / 'auth.log').read_text()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        raise RuntimeError("auth mosquitto not ready")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self.log.close()
-
-
 @pytest.fixture
 def auth_broker(tmp_path):
-    b = AuthMosquitto(tmp_path, {"alice": "s3cret"})
-    yield b
-    b.stop()
+    """mosquitto on a free port that requires a user name and password (alice / s3cret)."""
+    if shutil.which("mosquitto") is None or shutil.which("mosquitto_passwd") is None:
+        pytest.skip("mosquitto / mosquitto_passwd not installed")
+    directory = tmp_path / "auth"
+    directory.mkdir()
+    make_passwd_with_mosquitto(directory / "passwd", [("alice", "s3cret")])
+    broker = AuthBroker("mosquitto", directory, {"allow_anonymous": "false", "password_file": directory / "passwd"})
+    broker.start()
+    yield broker
+    broker.stop()
 
 
 # --------------------------------------------------------------------------- protobuf wire format

@@ -119,6 +119,29 @@ class Broker:
         return mqtt_raw.RawClient(self.port)
 
 
+class AuthBroker(Broker):
+    """A Broker whose config has no implicit `allow_anonymous true` and puts every option after the
+    listener line (password_file, acl_file, allow_anonymous and max_connections are listener
+    settings in mosquitto)."""
+
+    def config_text(self) -> str:
+        lines = []
+        if self.kind == "mosquitto" and os.geteuid() == 0:
+            # mosquitto drops to the `mosquitto` user before reading password and ACL files.
+            lines.append("user root")
+        lines += ["log_dest stdout", f"listener {self.port} 127.0.0.1"]
+        lines += [f"{k} {v}" for k, v in self.options.items()]
+        if self.kind == "mqttchat":
+            lines += MQTTCHAT_ONLY_LINES
+        return "\n".join(lines) + "\n"
+
+
+def make_passwd_with_mosquitto(path, users: list[tuple[str, str]]) -> None:
+    for index, (user, password) in enumerate(users):
+        args = ["mosquitto_passwd", "-b"] + (["-c"] if index == 0 else []) + [str(path), user, password]
+        subprocess.run(args, check=True, capture_output=True, timeout=10)
+
+
 def mqttchat_bin() -> str | None:
     path = os.environ.get("MQTTCHAT_BIN")
     return path if path and os.path.isfile(path) else None

@@ -12,30 +12,13 @@ import uuid
 import pytest
 
 import mqtt_raw
-from conftest import MQTTCHAT_ONLY_LINES, Broker, managed_brokers, mqttchat_bin
+from conftest import AuthBroker, Broker, make_passwd_with_mosquitto, managed_brokers, mqttchat_bin
 
 # mosquitto 2.0.11 answers a wrong password or an unknown user with 0x05 (not authorised);
 # we answer 0x04 (bad user name or password), the code MQTT 3.1.1 defines for it.
 BAD_CREDENTIALS = {"mosquitto": 5, "mqttchat": 4}
 NOT_AUTHORISED = 5
 SUBACK_FAILURE = 0x80
-
-
-class AuthBroker(Broker):
-    """A Broker whose config has no implicit `allow_anonymous true` and puts every option after the
-    listener line (password_file, acl_file, allow_anonymous and max_connections are listener
-    settings in mosquitto)."""
-
-    def config_text(self) -> str:
-        lines = []
-        if self.kind == "mosquitto" and os.geteuid() == 0:
-            # mosquitto drops to the `mosquitto` user before reading password and ACL files.
-            lines.append("user root")
-        lines += ["log_dest stdout", f"listener {self.port} 127.0.0.1"]
-        lines += [f"{k} {v}" for k, v in self.options.items()]
-        if self.kind == "mqttchat":
-            lines += MQTTCHAT_ONLY_LINES
-        return "\n".join(lines) + "\n"
 
 
 @pytest.fixture
@@ -54,12 +37,6 @@ def auth_broker(broker_kind, tmp_path, request):
         return AuthBroker(broker_kind, d, options)
 
     yield from managed_brokers(request, make)
-
-
-def make_passwd_with_mosquitto(path, users: list[tuple[str, str]]) -> None:
-    for index, (user, password) in enumerate(users):
-        args = ["mosquitto_passwd", "-b"] + (["-c"] if index == 0 else []) + [str(path), user, password]
-        subprocess.run(args, check=True, capture_output=True, timeout=10)
 
 
 def connack_code(broker: Broker, raw_factory, client_id: str, **kw) -> int:
