@@ -102,6 +102,20 @@ struct AuthACLTests {
         #expect(inbox.policy(clientID: "a%ub", username: "x").mayReceive("inbox/a%ub"), "substitution is one pass")
     }
 
+    @Test("literal levels compare bytes, and '#' does not reach a '$' followed by a combining mark")
+    func bytesNotCharacters() throws {
+        let acl = try AccessControlList(parsing: "pattern read #\npattern readwrite caf\u{00E9}/+")
+        let policy = acl.policy(clientID: "c", username: nil)
+        #expect(policy.mayPublish(to: "caf\u{00E9}/menu"))
+        #expect(!policy.mayPublish(to: "cafe\u{0301}/menu"), "a Unicode-equivalent spelling is another topic")
+        let narrow = try AccessControlList(parsing: "pattern read caf\u{00E9}/+").policy(clientID: "c", username: nil)
+        #expect(narrow.maySubscribe(to: "caf\u{00E9}/+"))
+        #expect(!narrow.maySubscribe(to: "cafe\u{0301}/+"))
+        #expect(!narrow.mayReceive("cafe\u{0301}/menu"))
+        #expect(policy.mayReceive("a/b"))
+        #expect(!policy.mayReceive("$\u{031E}x/y"), "'#' never matches a topic whose first byte is '$'")
+    }
+
     @Test("a subscription is granted only if one read rule covers every topic the filter can match")
     func subscribeRule() throws {
         let acl = try AccessControlList(parsing: """

@@ -160,3 +160,37 @@ def test_multiple_filters_in_one_subscribe_each_work(broker, raw_factory):
     first, second = sub.next_publish(), sub.next_publish()
     assert (first.topic, first.qos) == (b + "/a", 1)
     assert (second.topic, second.qos) == (b + "/b", 0)
+
+
+# Two spellings of "café": precomposed U+00E9, and "e" + combining acute U+0301. Unicode calls them
+# canonically equivalent; MQTT does not: the server MUST NOT normalise topic names or filters when
+# matching (MQTT-4.7.3-4), so they are two different topics (mosquitto compares bytes).
+CAFE_COMPOSED = "caf\u00e9"
+CAFE_DECOMPOSED = "cafe\u0301"
+
+
+def test_topics_are_matched_by_bytes_not_unicode_equivalence(broker, raw_factory):
+    sub, pub = raw_factory(broker), raw_factory(broker)
+    sub.connect_ok("nfc-sub")
+    pub.connect_ok("nfc-pub")
+    base = unique()
+    assert sub.subscribe([(f"{base}/{CAFE_COMPOSED}", 1)]) == [1]
+    pub.publish_qos1(f"{base}/{CAFE_DECOMPOSED}", b"decomposed", pid=1)
+    pub.publish_qos1(f"{base}/{CAFE_COMPOSED}", b"composed", pid=2)
+    got = sub.next_publish()
+    assert (got.topic, got.payload) == (f"{base}/{CAFE_COMPOSED}", b"composed")
+    sub.expect_nothing(0.5)
+
+
+def test_retained_messages_are_keyed_by_bytes_not_unicode_equivalence(broker, raw_factory):
+    pub = raw_factory(broker)
+    pub.connect_ok("nfc-ret-pub")
+    base = unique()
+    pub.publish_qos1(f"{base}/{CAFE_COMPOSED}", b"composed", pid=1, retain=True)
+    pub.publish_qos1(f"{base}/{CAFE_DECOMPOSED}", b"decomposed", pid=2, retain=True)
+    sub = raw_factory(broker)
+    sub.connect_ok("nfc-ret-sub")
+    assert sub.subscribe([(f"{base}/{CAFE_COMPOSED}", 1)]) == [1]
+    got = sub.next_publish()
+    assert (got.topic, got.payload, got.retain) == (f"{base}/{CAFE_COMPOSED}", b"composed", True)
+    sub.expect_nothing(0.5)

@@ -1,10 +1,12 @@
+import MQTTCore
+
 /// A topic of an ACL rule, split into levels; `%c` and `%u` are still unresolved in ``template``.
 struct ACLTopicTemplate: Sendable, Hashable {
     /// The levels as written in the file.
     let template: [String]
 
     init(_ text: String) {
-        template = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        template = MQTTTopic.levels(of: text).map(String.init)
     }
 
     /// Whether some level mentions the client identifier (`%c`).
@@ -56,6 +58,12 @@ struct ACLTopicPattern: Sendable, Hashable {
         case anyLevel
         /// `#`: this level and every level below, or none (`a/#` matches `a`).
         case anyRemainder
+
+        /// Whether this is the literal `level`, compared byte for byte (MQTT-4.7.3-4: no normalisation).
+        func isLiteral(_ level: Substring) -> Bool {
+            guard case .literal(let text) = self else { return false }
+            return UTF8Key(text[...]) == UTF8Key(level)
+        }
     }
 
     let levels: [Level]
@@ -63,7 +71,9 @@ struct ACLTopicPattern: Sendable, Hashable {
     /// Whether the topic name (already split at `/`) matches, with MQTT's rule that a wildcard in the first level
     /// does not match a topic starting with `$` (MQTT-4.7.2-1), as mosquitto's ACL matching does.
     func matches(topicLevels topic: [Substring]) -> Bool {
-        if let first = topic.first, first.hasPrefix("$"), let head = levels.first, head != .literal(String(first)) {
+        if let first = topic.first, first.utf8.first == UInt8(ascii: "$"), let head = levels.first,
+            !head.isLiteral(first)
+        {
             return false
         }
         var index = 0
@@ -74,7 +84,7 @@ struct ACLTopicPattern: Sendable, Hashable {
             case .anyLevel:
                 guard index < topic.count else { return false }
             case .literal(let text):
-                guard index < topic.count, topic[index] == text else { return false }
+                guard index < topic.count, UTF8Key(topic[index]) == UTF8Key(text[...]) else { return false }
             }
             index += 1
         }
@@ -87,7 +97,9 @@ struct ACLTopicPattern: Sendable, Hashable {
     /// the filter but not its `#` (which also matches deeper topics); a literal here covers only the same literal.
     /// When the filter ends first, the pattern must end too or continue with just `#` (`a/#` covers `a`).
     func covers(filterLevels filter: [Substring]) -> Bool {
-        if let first = filter.first, first.hasPrefix("$"), let head = levels.first, head != .literal(String(first)) {
+        if let first = filter.first, first.utf8.first == UInt8(ascii: "$"), let head = levels.first,
+            !head.isLiteral(first)
+        {
             return false
         }
         for (index, level) in levels.enumerated() {
@@ -103,7 +115,7 @@ struct ACLTopicPattern: Sendable, Hashable {
             case (.literal, "+"):
                 return false
             case (.literal(let text), let filterLevel):
-                guard filterLevel == text else { return false }
+                guard UTF8Key(filterLevel) == UTF8Key(text[...]) else { return false }
             }
         }
         return filter.count == levels.count

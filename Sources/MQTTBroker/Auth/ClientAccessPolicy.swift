@@ -1,3 +1,5 @@
+import MQTTCore
+
 /// The ACL rules of one connected client, with `%c` and `%u` already substituted: the broker asks it before
 /// routing a PUBLISH, before granting a subscription and before delivering each message.
 ///
@@ -59,13 +61,13 @@ public struct ClientAccessPolicy: Sendable {
     /// make `a/#` subscribable); split such a subscription in two.
     public func maySubscribe(to filter: String) -> Bool {
         guard isRestricted else { return true }
-        let levels = filter.split(separator: "/", omittingEmptySubsequences: false)
+        let levels = MQTTTopic.levels(of: filter)
         if denies.contains(where: { $0.covers(filterLevels: levels) }) { return false }
         return reads.contains { $0.covers(filterLevels: levels) }
     }
 
     private func allowed(_ topic: String, by grants: [ACLTopicPattern]) -> Bool {
-        let levels = topic.split(separator: "/", omittingEmptySubsequences: false)
+        let levels = MQTTTopic.levels(of: topic)
         if denies.contains(where: { $0.matches(topicLevels: levels) }) { return false }
         return grants.contains { $0.matches(topicLevels: levels) }
     }

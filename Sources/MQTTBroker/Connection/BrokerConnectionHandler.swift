@@ -342,7 +342,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
             retain: publish.retain && core.configuration.retainAvailable
         )
         // Clients may not write the broker's own statistics: acknowledged, not routed.
-        let routable = !publish.topic.hasPrefix("$SYS") && session.accessPolicy.mayPublish(to: publish.topic)  // [auth]
+        let routable = !MQTTTopic.isSystemTopic(publish.topic) && session.accessPolicy.mayPublish(to: publish.topic)  // [auth]
         if !routable {
             logger.notice("PUBLISH ignored: $SYS topic or acl denies write", metadata: ["topic": "\(publish.topic)"])
         }

@@ -30,7 +30,8 @@ final class BrokerCore {
     let startedAt: NIODeadline
 
     @exclusivity(unchecked) var statistics = BrokerStatistics()
-    @exclusivity(unchecked) private var sessionsByClientID: [String: BrokerSession] = [:]
+    /// Keyed by the identifier's bytes: two identifiers that only Unicode calls equal are two clients.
+    @exclusivity(unchecked) private var sessionsByClientID: [UTF8Key<String>: BrokerSession] = [:]
     @exclusivity(unchecked) private(set) var sessionsByKey: [SessionKey: BrokerSession] = [:]
     private let subscriptionIndex = SubscriptionIndex<SessionKey>()
     let retainedStore = RetainedStore()
@@ -80,7 +81,7 @@ final class BrokerCore {
 
     /// The session stored for `clientID`, if any.
     func session(forClientID clientID: String) -> BrokerSession? {
-        sessionsByClientID[clientID]
+        sessionsByClientID[UTF8Key(clientID)]
     }
 
     // MARK: Connections
@@ -119,17 +120,17 @@ final class BrokerCore {
         }
 
         // Takeover: the old connection ends without DISCONNECT, so its will is published (MQTT-3.1.4-2).
-        if let existing = sessionsByClientID[clientID], let old = existing.connection {
+        if let existing = sessionsByClientID[UTF8Key(clientID)], let old = existing.connection {
             old.close(.takenOver)
         }
 
         let sessionPresent: Bool
         let session: BrokerSession
-        if let existing = sessionsByClientID[clientID], !packet.cleanSession {
+        if let existing = sessionsByClientID[UTF8Key(clientID)], !packet.cleanSession {
             session = existing
             sessionPresent = true
         } else {
-            if let existing = sessionsByClientID[clientID] {
+            if let existing = sessionsByClientID[UTF8Key(clientID)] {
                 removeSession(existing)
             }
             session = makeSession(clientID: clientID, cleanSession: packet.cleanSession)
@@ -233,7 +234,7 @@ final class BrokerCore {
 
     /// Adds or replaces a subscription (re-subscribing replaces the QoS, MQTT-3.8.4-3).
     func subscribe(_ session: BrokerSession, to filter: String, qos: QoS) {
-        session.subscriptions[filter] = qos
+        session.subscriptions[UTF8Key(filter)] = qos
         subscriptionIndex.subscribe(session.key, to: filter, qos: qos)
         persistence?.subscribed(session, to: filter, qos: qos)  // [persist]
     }
@@ -248,7 +249,7 @@ final class BrokerCore {
 
     /// Removes a subscription; unknown filters are ignored (UNSUBACK is sent anyway, MQTT-3.10.4-5).
     func unsubscribe(_ session: BrokerSession, from filter: String) {
-        guard session.subscriptions.removeValue(forKey: filter) != nil else { return }
+        guard session.subscriptions.removeValue(forKey: UTF8Key(filter)) != nil else { return }
         subscriptionIndex.unsubscribe(session.key, from: filter)
         persistence?.unsubscribed(session, from: filter)  // [persist]
     }
@@ -353,7 +354,7 @@ final class BrokerCore {
                 queueQoS0WhileOffline: configuration.queueQoS0Messages
             )
         )
-        sessionsByClientID[clientID] = session
+        sessionsByClientID[UTF8Key(clientID)] = session
         sessionsByKey[session.key] = session
         return session
     }
@@ -361,12 +362,12 @@ final class BrokerCore {
     private func removeSession(_ session: BrokerSession) {
         if !session.cleanSession { persistence?.sessionRemoved(session) }  // [persist]
         for filter in session.subscriptions.keys {
-            subscriptionIndex.unsubscribe(session.key, from: filter)
+            subscriptionIndex.unsubscribe(session.key, from: filter.base)
         }
         session.subscriptions.removeAll()
         sessionsByKey[session.key] = nil
-        if sessionsByClientID[session.clientID] === session {
-            sessionsByClientID[session.clientID] = nil
+        if sessionsByClientID[UTF8Key(session.clientID)] === session {
+            sessionsByClientID[UTF8Key(session.clientID)] = nil
         }
     }
 
@@ -376,7 +377,7 @@ final class BrokerCore {
             nextAssignedID += 1
             let random = UInt32.random(in: 0...UInt32.max)
             let candidate = "auto-\(String(random, radix: 16))-\(nextAssignedID)"
-            if sessionsByClientID[candidate] == nil { return candidate }
+            if sessionsByClientID[UTF8Key(candidate)] == nil { return candidate }
         } while true
     }
 

@@ -17,7 +17,7 @@ final class BrokerSession {
     /// Clean session flag of the connection that created or last resumed the session.
     @exclusivity(unchecked) var cleanSession: Bool
     /// Topic filter -> granted QoS.
-    @exclusivity(unchecked) var subscriptions: [String: QoS] = [:]
+    @exclusivity(unchecked) var subscriptions: [UTF8Key<String>: QoS] = [:]
     @exclusivity(unchecked) var outbound: OutboundFlow
     @exclusivity(unchecked) var inboundQoS2 = InboundQoS2Tracker()
     /// The connection attached to the session; nil while the client is offline.

@@ -45,13 +45,13 @@ extension BrokerCore {
     /// so nothing is recorded twice; the snapshot written next captures the result.
     private func restore(_ state: PersistentState) -> (sessions: Int, skipped: Int) {
         for (topic, retained) in state.retained {
-            retainedStore.apply(BrokerMessage(topic: topic, payload: retained.payload, qos: retained.qos, retain: true))
+            retainedStore.apply(BrokerMessage(topic: topic.base, payload: retained.payload, qos: retained.qos, retain: true))
         }
         var skipped = 0
         for (clientID, stored) in state.sessions.sorted(by: { $0.key < $1.key }) {
-            let session = makeSession(clientID: clientID, cleanSession: false)
+            let session = makeSession(clientID: clientID.base, cleanSession: false)
             for (filter, qos) in stored.subscriptions {
-                subscribe(session, to: filter, qos: qos)
+                subscribe(session, to: filter.base, qos: qos)
             }
             for packetID in stored.inboundQoS2 {
                 _ = session.inboundQoS2.publishReceived(packetID: packetID)
@@ -100,7 +100,7 @@ extension BrokerCore {
             PersistenceFileFormat.appendRecord(record, to: &buffer)
             count += 1
         }
-        for message in retainedStore.allMessages() where !message.topic.hasPrefix("$SYS") {
+        for message in retainedStore.allMessages() where !MQTTTopic.isSystemTopic(message.topic) {
             add(.retained(topic: message.topic, qos: message.qos, payload: message.payload))
         }
         var written = Set<UInt64>()
@@ -116,7 +116,7 @@ extension BrokerCore {
             let clientID = session.clientID
             add(.sessionCreated(clientID: clientID))
             for (filter, qos) in session.subscriptions {
-                add(.subscribed(clientID: clientID, filter: filter, qos: qos))
+                add(.subscribed(clientID: clientID, filter: filter.base, qos: qos))
             }
             for packetID in session.inboundQoS2.pendingIDs {
                 add(.inboundReceived(clientID: clientID, packetID: packetID))

@@ -33,7 +33,7 @@ extension PersistenceStore {
 
     /// The retained store changed. `$SYS` topics are rebuilt by the broker and never stored.
     func retainedChanged(_ message: BrokerMessage) {
-        guard !message.topic.hasPrefix("$SYS") else { return }
+        guard !MQTTTopic.isSystemTopic(message.topic) else { return }
         append(.retained(topic: message.topic, qos: message.qos, payload: message.payload))
     }
 

@@ -20,7 +20,7 @@ struct PersistentState: Sendable {
     /// One persistent session. Deliveries are indexed by message id and by packet id, so replaying a long log
     /// costs a hash lookup per record, not a scan of the session's queue.
     struct Session: Sendable, Hashable {
-        var subscriptions: [String: QoS] = [:]
+        var subscriptions: [UTF8Key<String>: QoS] = [:]
         var inboundQoS2: Set<UInt16> = []
         /// Message id -> (arrival order, delivery).
         private(set) var deliveryByID: [UInt64: (order: UInt64, delivery: Delivery)] = [:]
@@ -79,11 +79,13 @@ struct PersistentState: Sendable {
         var payload: ByteBuffer
     }
 
-    var sessions: [String: Session] = [:]
+    /// By client identifier, compared byte for byte (see ``UTF8Key``).
+    var sessions: [UTF8Key<String>: Session] = [:]
     var messages: [UInt64: StoredMessage] = [:]
     /// Messages accepted from publishers and not routed yet, in arrival order; recovery routes them.
     var pendingRoutes: [UInt64] = []
-    var retained: [String: Retained] = [:]
+    /// By topic, compared byte for byte (see ``UTF8Key``).
+    var retained: [UTF8Key<String>: Retained] = [:]
     /// Records that referred to unknown sessions, messages or packet ids.
     var inconsistencies = 0
     /// The highest message id seen, so new ids never collide with stored ones.
@@ -95,13 +97,13 @@ struct PersistentState: Sendable {
     mutating func apply(_ record: PersistentRecord) {
         switch record {
         case .sessionCreated(let clientID):
-            sessions[clientID] = Session()
+            sessions[UTF8Key(clientID)] = Session()
         case .sessionRemoved(let clientID):
-            if sessions.removeValue(forKey: clientID) == nil { inconsistencies += 1 }
+            if sessions.removeValue(forKey: UTF8Key(clientID)) == nil { inconsistencies += 1 }
         case .subscribed(let clientID, let filter, let qos):
-            updateSession(clientID) { $0.subscriptions[filter] = qos }
+            updateSession(clientID) { $0.subscriptions[UTF8Key(filter)] = qos }
         case .unsubscribed(let clientID, let filter):
-            updateSession(clientID) { $0.subscriptions[filter] = nil }
+            updateSession(clientID) { $0.subscriptions[UTF8Key(filter)] = nil }
         case .message(let message):
             messages[message.id] = message
             highestStoreID = max(highestStoreID, message.id)
@@ -144,7 +146,7 @@ struct PersistentState: Sendable {
         case .inboundReleased(let clientID, let packetID):
             updateSession(clientID) { $0.inboundQoS2.remove(packetID) }
         case .retained(let topic, let qos, let payload):
-            retained[topic] = payload.readableBytes == 0 ? nil : Retained(qos: qos, payload: payload)
+            retained[UTF8Key(topic)] = payload.readableBytes == 0 ? nil : Retained(qos: qos, payload: payload)
         case .delivery(let clientID, let storeID, let qos, let retain, let packetID, let state):
             highestStoreID = max(highestStoreID, storeID)
             updateSession(clientID) {
@@ -171,19 +173,20 @@ struct PersistentState: Sendable {
     var deliveryCount: Int { sessions.values.reduce(0) { $0 + $1.deliveryCount } }
 
     private mutating func updateSession(_ clientID: String, _ change: (inout Session) -> Void) {
-        guard var session = sessions[clientID] else {
+        let key = UTF8Key(clientID)
+        guard var session = sessions[key] else {
             inconsistencies += 1
             return
         }
-        sessions[clientID] = nil  // keep the value uniquely referenced while it changes
+        sessions[key] = nil  // keep the value uniquely referenced while it changes
         change(&session)
-        sessions[clientID] = session
+        sessions[key] = session
     }
 
     /// Applies a delivery change that reports whether it found its delivery; a miss is an inconsistency.
     private mutating func checked(_ clientID: String, _ change: (inout Session) -> Bool) {
         var found = false
         updateSession(clientID) { found = change(&$0) }
-        if !found, sessions[clientID] != nil { inconsistencies += 1 }
+        if !found, sessions[UTF8Key(clientID)] != nil { inconsistencies += 1 }
     }
 }

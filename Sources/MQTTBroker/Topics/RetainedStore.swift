@@ -7,7 +7,7 @@ import MQTTCore
 /// (MQTT-3.3.1-10/11). Not thread-safe: confined to the broker's event loop.
 final class RetainedStore {
     private final class Node {
-        var children: [Substring: Node] = [:]
+        var children: [UTF8Key<Substring>: Node] = [:]
         var message: BrokerMessage?
 
         var isEmpty: Bool { children.isEmpty && message == nil }
@@ -22,18 +22,18 @@ final class RetainedStore {
 
     /// Stores `message` for its topic, or deletes the stored one when the payload is empty.
     func apply(_ message: BrokerMessage) {
-        let levels = message.topic.split(separator: "/", omittingEmptySubsequences: false)
+        let levels = MQTTTopic.levels(of: message.topic)
         if message.payload.readableBytes == 0 {
             if Self.remove(levels: levels[...], from: root) { count -= 1 }
             return
         }
         var node = root
         for level in levels {
-            if let next = node.children[level] {
+            if let next = node.children[UTF8Key(level)] {
                 node = next
             } else {
                 let next = Node()
-                node.children[level] = next
+                node.children[UTF8Key(level)] = next
                 node = next
             }
         }
@@ -44,8 +44,8 @@ final class RetainedStore {
     /// The retained message stored for exactly `topic`, if any.
     func message(forTopic topic: String) -> BrokerMessage? {
         var node = root
-        for level in topic.split(separator: "/", omittingEmptySubsequences: false) {
-            guard let next = node.children[level] else { return nil }
+        for level in MQTTTopic.levels(of: topic) {
+            guard let next = node.children[UTF8Key(level)] else { return nil }
             node = next
         }
         return node.message
@@ -55,7 +55,7 @@ final class RetainedStore {
     /// starting with `$` (MQTT-4.7.2-1).
     func messages(matching filter: String) -> [BrokerMessage] {
         var result: [BrokerMessage] = []
-        let levels = filter.split(separator: "/", omittingEmptySubsequences: false)
+        let levels = MQTTTopic.levels(of: filter)
         Self.collect(root, filterLevels: levels, index: 0, into: &result)
         return result
     }
@@ -73,8 +73,8 @@ final class RetainedStore {
             node.message = nil
             return true
         }
-        guard let next = node.children[level], remove(levels: levels.dropFirst(), from: next) else { return false }
-        if next.isEmpty { node.children[level] = nil }
+        guard let next = node.children[UTF8Key(level)], remove(levels: levels.dropFirst(), from: next) else { return false }
+        if next.isEmpty { node.children[UTF8Key(level)] = nil }
         return true
     }
 
@@ -88,15 +88,15 @@ final class RetainedStore {
         case "#":
             // "a/#" also matches "a" itself.
             if let message = node.message { result.append(message) }
-            for (level, child) in node.children where !(isFirstLevel && level.first == "$") {
+            for (level, child) in node.children where !(isFirstLevel && level.base.utf8.first == UInt8(ascii: "$")) {
                 collectAll(child, into: &result)
             }
         case "+":
-            for (level, child) in node.children where !(isFirstLevel && level.first == "$") {
+            for (level, child) in node.children where !(isFirstLevel && level.base.utf8.first == UInt8(ascii: "$")) {
                 collect(child, filterLevels: filterLevels, index: index + 1, into: &result)
             }
         case let level:
-            if let child = node.children[level] {
+            if let child = node.children[UTF8Key(level)] {
                 collect(child, filterLevels: filterLevels, index: index + 1, into: &result)
             }
         }

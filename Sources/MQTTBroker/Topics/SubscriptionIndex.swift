@@ -8,7 +8,7 @@ import MQTTCore
 /// keeps it confined to its event loop (hence the `@exclusivity(unchecked)` properties, see ``BrokerCore``).
 final class SubscriptionIndex<Subscriber: Hashable> {
     private final class Node {
-        @exclusivity(unchecked) var children: [Substring: Node] = [:]
+        @exclusivity(unchecked) var children: [UTF8Key<Substring>: Node] = [:]
         @exclusivity(unchecked) var plus: Node?
         @exclusivity(unchecked) var hash: Node?
         @exclusivity(unchecked) var subscribers: [Subscriber: QoS] = [:]
@@ -27,7 +27,7 @@ final class SubscriptionIndex<Subscriber: Hashable> {
     @discardableResult
     func subscribe(_ subscriber: Subscriber, to filter: String, qos: QoS) -> Bool {
         var node = root
-        for level in filter.split(separator: "/", omittingEmptySubsequences: false) {
+        for level in MQTTTopic.levels(of: filter) {
             node = Self.child(of: node, for: level)
         }
         let isNew = node.subscribers.updateValue(qos, forKey: subscriber) == nil
@@ -38,7 +38,7 @@ final class SubscriptionIndex<Subscriber: Hashable> {
     /// Removes the subscription of `subscriber` to `filter`. Returns whether it existed.
     @discardableResult
     func unsubscribe(_ subscriber: Subscriber, from filter: String) -> Bool {
-        let levels = filter.split(separator: "/", omittingEmptySubsequences: false)
+        let levels = MQTTTopic.levels(of: filter)
         let removed = Self.remove(subscriber, levels: levels[...], from: root)
         if removed { count -= 1 }
         return removed
@@ -97,9 +97,9 @@ final class SubscriptionIndex<Subscriber: Hashable> {
             node.hash = new
             return new
         default:
-            if let existing = node.children[level] { return existing }
+            if let existing = node.children[UTF8Key(level)] { return existing }
             let new = Node()
-            node.children[level] = new
+            node.children[UTF8Key(level)] = new
             return new
         }
     }
@@ -118,8 +118,8 @@ final class SubscriptionIndex<Subscriber: Hashable> {
             guard let hash = node.hash, remove(subscriber, levels: rest, from: hash) else { return false }
             if hash.isEmpty { node.hash = nil }
         default:
-            guard let next = node.children[level], remove(subscriber, levels: rest, from: next) else { return false }
-            if next.isEmpty { node.children[level] = nil }
+            guard let next = node.children[UTF8Key(level)], remove(subscriber, levels: rest, from: next) else { return false }
+            if next.isEmpty { node.children[UTF8Key(level)] = nil }
         }
         return true
     }
@@ -140,7 +140,7 @@ final class SubscriptionIndex<Subscriber: Hashable> {
         let utf8 = topic.utf8
         let levelEnd = utf8[levelStart...].firstIndex(of: UInt8(ascii: "/")) ?? utf8.endIndex
         let nextLevelStart = levelEnd == utf8.endIndex ? nil : utf8.index(after: levelEnd)
-        if let next = node.children[topic[levelStart..<levelEnd]] {
+        if let next = node.children[UTF8Key(topic[levelStart..<levelEnd])] {
             collect(next, topic: topic, levelStart: nextLevelStart, wildcardsAllowed: true, into: &nodes)
         }
         if wildcardsAllowed, let plus = node.plus {

@@ -5,6 +5,20 @@ public enum MQTTTopic {
     private static let multiLevelWildcard = UInt8(ascii: "#")
     private static let dollar = UInt8(ascii: "$")
 
+    /// Whether `topic` is in the broker's reserved `$SYS` tree: its bytes start with `$SYS`, as mosquitto checks
+    /// (a byte test, not `hasPrefix`, which compares grapheme clusters: "$SYS" followed by a combining mark
+    /// would not have the prefix "$SYS" there).
+    public static func isSystemTopic(_ topic: String) -> Bool {
+        topic.utf8.starts(with: "$SYS".utf8)
+    }
+
+    /// The levels of a topic name or filter, split at every `/` byte; empty levels are kept ("a//b" has three,
+    /// "/a" two). Splits the UTF-8, not the characters: `split(separator: "/")` on a `String` compares grapheme
+    /// clusters, so a `/` followed by a combining mark would not separate levels there, though it does in MQTT.
+    public static func levels(of topic: String) -> [Substring] {
+        topic.utf8.split(separator: levelSeparator, omittingEmptySubsequences: false).map { Substring($0) }
+    }
+
     /// Checks the topic NAME rules (PUBLISH, will topic): non-empty, no '+' or '#', no U+0000, at most 65,535
     /// bytes of UTF-8 (a Swift `String` is always well-formed UTF-8; the decoder checks the wire bytes).
     public static func validateName(_ topic: String) throws(MQTTCodecError) {

@@ -97,6 +97,34 @@ extension SubscriptionIndexTests {
         }
     }
 
+    @Test("levels are matched as bytes: Unicode-equivalent spellings differ, a '/' before a combining mark splits")
+    func bytesNotCharacters() {
+        // Integer subscribers: as String keys, Unicode-equivalent filters would collapse into one subscriber.
+        let filters = [
+            "caf\u{00E9}", "cafe\u{0301}", "a/\u{0301}b", "+/\u{0301}b", "a/+", "#", "+/#", "$\u{031E}x/#",
+            "caf\u{00E9}/+", "cafe\u{0301}/#",
+        ]
+        let topics = [
+            "caf\u{00E9}", "cafe\u{0301}", "a/\u{0301}b", "a/b", "$\u{031E}x", "$\u{031E}x/y",
+            "caf\u{00E9}/z", "cafe\u{0301}/z",
+        ]
+        let index = SubscriptionIndex<Int>()
+        for (subscriber, filter) in filters.enumerated() {
+            index.subscribe(subscriber, to: filter, qos: .atMostOnce)
+        }
+        for topic in topics {
+            var visited: [Int] = []
+            index.forEachMatch(topic: topic) { subscriber, _ in visited.append(subscriber) }
+            let expected = filters.indices.filter { MQTTTopic.matches(filter: filters[$0], topic: topic) }
+            #expect(visited.sorted() == expected, "topic \(Array(topic.unicodeScalars))")
+        }
+        var composed: [Int] = []
+        index.forEachMatch(topic: "caf\u{00E9}") { subscriber, _ in composed.append(subscriber) }
+        #expect(composed.sorted() == [0, 5, 6], "the byte-equal filter, '#' and '+/#', not the decomposed one")
+        #expect(index.unsubscribe(1, from: "cafe\u{0301}"))
+        #expect(!index.unsubscribe(1, from: "caf\u{00E9}"), "subscriber 1 never had the composed filter")
+    }
+
     @Test("a subscriber matched by several filters is visited once, at its highest QoS")
     func forEachMatchMergesOverlaps() {
         let index = SubscriptionIndex<String>()
@@ -128,6 +156,24 @@ struct RetainedStoreTests {
         #expect(store.message(forTopic: "a/b") == nil)
         store.apply(retained("never/stored", ""))
         #expect(store.count == 0)
+    }
+
+    @Test("retained topics are keyed by bytes; '#' skips a '$' followed by a combining mark")
+    func bytesNotCharacters() {
+        let store = RetainedStore()
+        store.apply(retained("caf\u{00E9}", "composed"))
+        store.apply(retained("cafe\u{0301}", "decomposed"))
+        store.apply(retained("$\u{031E}x", "dollar"))
+        #expect(store.count == 3)
+        #expect(store.message(forTopic: "caf\u{00E9}").map { String(buffer: $0.payload) } == "composed")
+        #expect(store.message(forTopic: "cafe\u{0301}").map { String(buffer: $0.payload) } == "decomposed")
+        func payloads(_ filter: String) -> [String] {
+            store.messages(matching: filter).map { String(buffer: $0.payload) }.sorted()
+        }
+        #expect(payloads("caf\u{00E9}") == ["composed"])
+        #expect(payloads("#") == ["composed", "decomposed"])
+        #expect(payloads("+") == ["composed", "decomposed"])
+        #expect(payloads("$\u{031E}x") == ["dollar"])
     }
 
     @Test("a filter walks only matching topics; wildcards skip '$' topics at the first level")
