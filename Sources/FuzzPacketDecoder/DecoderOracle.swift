@@ -51,7 +51,7 @@ enum DecoderOracle {
             }
             precondition(MQTTTopic.matches(filter: name, topic: name), "\(name.debugDescription) does not match itself")
             precondition(
-                MQTTTopic.matches(filter: "#", topic: name) == (name.utf8.first != UInt8(ascii: "$")),
+                MQTTTopic.matches(filter: "#", topic: name) == !MQTTTopic.startsWithDollar(name),
                 "'#' against \(name.debugDescription)")
             for filter in filters {
                 let matched = MQTTTopic.matches(filter: filter, topic: name)

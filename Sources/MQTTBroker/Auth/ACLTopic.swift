@@ -71,7 +71,7 @@ struct ACLTopicPattern: Sendable, Hashable {
     /// Whether the topic name (already split at `/`) matches, with MQTT's rule that a wildcard in the first level
     /// does not match a topic starting with `$` (MQTT-4.7.2-1), as mosquitto's ACL matching does.
     func matches(topicLevels topic: [Substring]) -> Bool {
-        if let first = topic.first, first.utf8.first == UInt8(ascii: "$"), let head = levels.first,
+        if let first = topic.first, MQTTTopic.startsWithDollar(first), let head = levels.first,
             !head.isLiteral(first)
         {
             return false
@@ -83,8 +83,8 @@ struct ACLTopicPattern: Sendable, Hashable {
                 return true
             case .anyLevel:
                 guard index < topic.count else { return false }
-            case .literal(let text):
-                guard index < topic.count, UTF8Key(topic[index]) == UTF8Key(text[...]) else { return false }
+            case .literal:
+                guard index < topic.count, level.isLiteral(topic[index]) else { return false }
             }
             index += 1
         }
@@ -97,7 +97,7 @@ struct ACLTopicPattern: Sendable, Hashable {
     /// the filter but not its `#` (which also matches deeper topics); a literal here covers only the same literal.
     /// When the filter ends first, the pattern must end too or continue with just `#` (`a/#` covers `a`).
     func covers(filterLevels filter: [Substring]) -> Bool {
-        if let first = filter.first, first.utf8.first == UInt8(ascii: "$"), let head = levels.first,
+        if let first = filter.first, MQTTTopic.startsWithDollar(first), let head = levels.first,
             !head.isLiteral(first)
         {
             return false
@@ -114,8 +114,8 @@ struct ACLTopicPattern: Sendable, Hashable {
                 continue
             case (.literal, "+"):
                 return false
-            case (.literal(let text), let filterLevel):
-                guard UTF8Key(filterLevel) == UTF8Key(text[...]) else { return false }
+            case (.literal, let filterLevel):
+                guard level.isLiteral(filterLevel) else { return false }
             }
         }
         return filter.count == levels.count

@@ -88,11 +88,11 @@ final class RetainedStore {
         case "#":
             // "a/#" also matches "a" itself.
             if let message = node.message { result.append(message) }
-            for (level, child) in node.children where !(isFirstLevel && level.base.utf8.first == UInt8(ascii: "$")) {
+            for (level, child) in node.children where !(isFirstLevel && MQTTTopic.startsWithDollar(level.base)) {
                 collectAll(child, into: &result)
             }
         case "+":
-            for (level, child) in node.children where !(isFirstLevel && level.base.utf8.first == UInt8(ascii: "$")) {
+            for (level, child) in node.children where !(isFirstLevel && MQTTTopic.startsWithDollar(level.base)) {
                 collect(child, filterLevels: filterLevels, index: index + 1, into: &result)
             }
         case let level:

@@ -58,7 +58,7 @@ final class SubscriptionIndex<Subscriber: Hashable> {
             nodes.removeAll(keepingCapacity: true)
             scratchNodes = nodes
         }
-        let wildcardsAllowed = topic.utf8.first != UInt8(ascii: "$")
+        let wildcardsAllowed = !MQTTTopic.startsWithDollar(topic)
         Self.collect(root, topic: topic, levelStart: topic.utf8.startIndex, wildcardsAllowed: wildcardsAllowed, into: &nodes)
         switch nodes.count {
         case 0:

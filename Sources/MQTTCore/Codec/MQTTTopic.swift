@@ -5,6 +5,14 @@ public enum MQTTTopic {
     private static let multiLevelWildcard = UInt8(ascii: "#")
     private static let dollar = UInt8(ascii: "$")
 
+    /// Whether `topic` (a name, a filter or one level) starts with the byte `$`: wildcards at the first level do not
+    /// match such topics (MQTT-4.7.2-1). A byte test: `hasPrefix("$")` compares grapheme clusters and is false for
+    /// a `$` followed by a combining mark.
+    @inlinable
+    public static func startsWithDollar(_ topic: some StringProtocol) -> Bool {
+        topic.utf8.first == UInt8(ascii: "$")
+    }
+
     /// Whether `topic` is in the broker's reserved `$SYS` tree: its bytes start with `$SYS`, as mosquitto checks
     /// (a byte test, not `hasPrefix`, which compares grapheme clusters: "$SYS" followed by a combining mark
     /// would not have the prefix "$SYS" there).
