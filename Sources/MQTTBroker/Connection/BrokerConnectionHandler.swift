@@ -136,6 +136,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        core.isInPipelineRead = true
         received(unwrapInboundIn(data))
     }
 
@@ -158,11 +159,13 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     /// does not wait for the rest of the tick. The end-of-tick flush (``BrokerCore/markDirty(_:)``) still covers
     /// writes made outside a read (timers, relayed sockets, other connections' closing).
     func channelReadComplete(context: ChannelHandlerContext) {
+        core.isInPipelineRead = false
         core.flushDirty()
         context.fireChannelReadComplete()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        core.isInPipelineRead = false
         transportInactive()
         context.fireChannelInactive()
     }
@@ -207,6 +210,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        core.isInPipelineRead = false
         transportFailed("\(error)")
     }
 

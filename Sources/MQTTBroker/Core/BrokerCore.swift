@@ -307,16 +307,20 @@ final class BrokerCore {
 
     /// Whether a flush of the dirty connections is already scheduled for the end of this loop tick.
     @exclusivity(unchecked) private var flushScheduled = false
+    /// Whether a socket on this loop is between `channelRead` and `channelReadComplete`: its read batch ends with a
+    /// flush, so writes made meanwhile need no end-of-tick task. Cleared when the batch completes or the socket
+    /// closes or fails (both of which flush too).
+    @exclusivity(unchecked) var isInPipelineRead = false
 
-    /// Remembers that `connection` has unflushed writes and makes sure they are flushed by the end of the current
-    /// event-loop tick (NIO runs tasks after the I/O events of a tick). A socket served on this loop flushes sooner,
-    /// when its read batch is complete (``BrokerConnectionHandler/channelReadComplete(context:)``); the task then
-    /// finds nothing left. Everything one read batch wrote to a connection leaves in one flush, i.e. one `writev`.
+    /// Remembers that `connection` has unflushed writes and makes sure they are flushed: when the read batch of a
+    /// socket on this loop is complete (``BrokerConnectionHandler/channelReadComplete(context:)``), otherwise (timers,
+    /// relayed sockets) by a task at the end of the current event-loop tick (NIO runs tasks after the tick's I/O).
+    /// Everything one read batch wrote to a connection leaves in one flush, i.e. one `writev`.
     func markDirty(_ connection: BrokerConnectionHandler) {
         guard !connection.isDirty else { return }
         connection.isDirty = true
         dirtyConnections.append(connection)
-        guard !flushScheduled else { return }
+        guard !flushScheduled, !isInPipelineRead else { return }
         flushScheduled = true
         eventLoop.assumeIsolated().execute { [self] in
             flushScheduled = false

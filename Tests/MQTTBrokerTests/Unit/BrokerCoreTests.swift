@@ -405,6 +405,25 @@ struct BrokerCoreTests {
         #expect(acknowledgement.readableBytes == 4)  // PUBACK
     }
 
+    @Test("inside a read batch no end-of-tick task is scheduled; a socket that closes mid-batch still flushes")
+    func readBatchFlushNeedsNoTask() throws {
+        let broker = EmbeddedBroker()
+        let (subscriber, _) = try broker.connect(ConnectPacket(clientIdentifier: "sub"))
+        let (publisher, _) = try broker.connect(ConnectPacket(clientIdentifier: "pub"))
+        #expect(try subscribe(subscriber, "room/#", qos: .atMostOnce).count == 1)
+        // channelRead without channelReadComplete: the batch is still open.
+        let publish = try encoded(.publish(PublishPacket(topic: "room/a", payload: payload("mid"), qos: .atMostOnce)))
+        publisher.channel.pipeline.fireChannelRead(NIOAny(ByteBuffer(bytes: publish)))
+        broker.loop.run()  // a scheduled end-of-tick flush would run here
+        #expect(try subscriber.channel.readOutbound(as: ByteBuffer.self) == nil)
+        #expect(broker.core.isInPipelineRead)
+        // The batch never completes: the publisher's socket fails and closes. Its failure flushes.
+        struct ConnectionReset: Error {}
+        publisher.channel.pipeline.fireErrorCaught(ConnectionReset())
+        #expect(!broker.core.isInPipelineRead)
+        #expect(try subscriber.receivedPublishes().map(\.topic) == ["room/a"])
+    }
+
     private func encoded(_ packet: MQTTPacket) throws -> [UInt8] {
         var buffer = ByteBuffer()
         try MQTTPacketEncoder.encode(packet, into: &buffer)
