@@ -386,10 +386,7 @@ struct BrokerCoreTests {
 
     @Test("what a read batch writes leaves when the batch is complete, without waiting for the end of the loop tick")
     func flushPerReadBatch() throws {
-        let broker = EmbeddedBroker()
-        let (subscriber, _) = try broker.connect(ConnectPacket(clientIdentifier: "sub"))
-        let (publisher, _) = try broker.connect(ConnectPacket(clientIdentifier: "pub"))
-        #expect(try subscribe(subscriber, "room/#", qos: .atLeastOnce).count == 1)
+        let (broker, subscriber, publisher) = try roomSubscriberAndPublisher(qos: .atLeastOnce)
         // One read batch (channelRead + channelReadComplete) and no loop tick: the loop's tasks do not run.
         try publisher.channel.writeInbound(
             ByteBuffer(bytes: try encoded(.publish(PublishPacket(topic: "room/a", payload: payload("now"), qos: .atLeastOnce, packetID: 3)))))
@@ -407,10 +404,7 @@ struct BrokerCoreTests {
 
     @Test("inside a read batch no end-of-tick task is scheduled; a socket that closes mid-batch still flushes")
     func readBatchFlushNeedsNoTask() throws {
-        let broker = EmbeddedBroker()
-        let (subscriber, _) = try broker.connect(ConnectPacket(clientIdentifier: "sub"))
-        let (publisher, _) = try broker.connect(ConnectPacket(clientIdentifier: "pub"))
-        #expect(try subscribe(subscriber, "room/#", qos: .atMostOnce).count == 1)
+        let (broker, subscriber, publisher) = try roomSubscriberAndPublisher(qos: .atMostOnce)
         // channelRead without channelReadComplete: the batch is still open.
         let publish = try encoded(.publish(PublishPacket(topic: "room/a", payload: payload("mid"), qos: .atMostOnce)))
         publisher.channel.pipeline.fireChannelRead(NIOAny(ByteBuffer(bytes: publish)))
@@ -422,6 +416,15 @@ struct BrokerCoreTests {
         publisher.channel.pipeline.fireErrorCaught(ConnectionReset())
         #expect(!broker.core.isInPipelineRead)
         #expect(try subscriber.receivedPublishes().map(\.topic) == ["room/a"])
+    }
+
+    /// A broker with a client "sub" subscribed to `room/#` at `qos` and a connected client "pub".
+    private func roomSubscriberAndPublisher(qos: QoS) throws -> (EmbeddedBroker, EmbeddedClient, EmbeddedClient) {
+        let broker = EmbeddedBroker()
+        let (subscriber, _) = try broker.connect(ConnectPacket(clientIdentifier: "sub"))
+        let (publisher, _) = try broker.connect(ConnectPacket(clientIdentifier: "pub"))
+        #expect(try subscribe(subscriber, "room/#", qos: qos).count == 1)
+        return (broker, subscriber, publisher)
     }
 
     private func encoded(_ packet: MQTTPacket) throws -> [UInt8] {
