@@ -65,6 +65,16 @@ extension ByteBuffer {
         }
     }
 
+    /// Whether the readable bytes are exactly the UTF-8 bytes of `string`.
+    func mqttBytesEqual(_ string: String) -> Bool {
+        let utf8 = string.utf8
+        guard utf8.count == readableBytes else { return false }
+        let equal: Bool? = utf8.withContiguousStorageIfAvailable { stringBytes in
+            withUnsafeReadableBytes { $0.elementsEqual(UnsafeRawBufferPointer(stringBytes)) }
+        }
+        return equal ?? readableBytesView.elementsEqual(utf8)
+    }
+
     /// Reads a variable byte integer starting at `index` without moving the reader index.
     ///
     /// - Returns: the value and how many bytes encode it, or nil when the buffer ends before the integer does.

@@ -18,6 +18,10 @@ public struct MQTTPacketDecoder: Sendable {
     /// makes every non-CONNECT packet fail with ``MQTTCodecError/unsupportedProtocolLevel(_:)``.
     public var protocolVersion: MQTTProtocolVersion
 
+    /// The topic of the last PUBLISH decoded, reused by the next one with the same bytes (see
+    /// ``PublishPacket/decode(from:flags:previousTopic:)``).
+    private var lastPublishTopic: String?
+
     /// Creates a decoder.
     /// - Parameter maximumPacketSize: the largest remaining length to accept, clamped to
     ///   ``protocolMaximumPacketSize``.
@@ -42,14 +46,17 @@ public struct MQTTPacketDecoder: Sendable {
     }
 
     /// Decodes the variable header and payload of a packet whose fixed header has been validated.
-    private func decodeBody(_ body: inout ByteBuffer, header: FixedHeader) throws(MQTTCodecError) -> MQTTPacket {
+    private mutating func decodeBody(_ body: inout ByteBuffer, header: FixedHeader) throws(MQTTCodecError) -> MQTTPacket {
         if header.type != .connect, protocolVersion == .v5 {
             throw .unsupportedProtocolLevel(protocolVersion.rawValue)
         }
         switch header.type {
         case .connect: return .connect(try ConnectPacket.decode(from: &body))
         case .connack: return .connack(try ConnAckPacket.decode(from: &body))
-        case .publish: return .publish(try PublishPacket.decode(from: &body, flags: header.flags))
+        case .publish:
+            let publish = try PublishPacket.decode(from: &body, flags: header.flags, previousTopic: lastPublishTopic)
+            lastPublishTopic = publish.topic
+            return .publish(publish)
         case .puback: return .puback(try PubAckPacket.decode(from: &body))
         case .pubrec: return .pubrec(try PubRecPacket.decode(from: &body))
         case .pubrel: return .pubrel(try PubRelPacket.decode(from: &body))

@@ -10,13 +10,24 @@ private enum PublishFlags {
 
 extension PublishPacket: MQTTPacketBodyEncodable {
     /// Decodes a PUBLISH body (MQTT 3.1.1 section 3.3). The payload is a slice of `body` (no copy).
-    /// - Parameter flags: the fixed header's low nibble, already validated (QoS not 3, no DUP on QoS 0).
-    static func decode(from body: inout ByteBuffer, flags: UInt8) throws(MQTTCodecError) -> PublishPacket {
+    /// - Parameters:
+    ///   - flags: the fixed header's low nibble, already validated (QoS not 3, no DUP on QoS 0).
+    ///   - previousTopic: a topic name this decoder already validated. When the packet's topic has the same bytes,
+    ///     that string is reused: no allocation and no second validation (a publisher usually repeats its topic).
+    static func decode(
+        from body: inout ByteBuffer, flags: UInt8, previousTopic: String? = nil
+    ) throws(MQTTCodecError) -> PublishPacket {
         guard let qos = QoS(rawValue: (flags & PublishFlags.qosMask) >> PublishFlags.qosShift) else {
             throw .invalidPublishQoS
         }
-        let topic = try body.readMQTTString()
-        try MQTTTopic.validateName(topic)
+        let topicBytes = try body.readMQTTBinarySlice()
+        let topic: String
+        if let previousTopic, topicBytes.mqttBytesEqual(previousTopic) {
+            topic = previousTopic
+        } else {
+            topic = try topicBytes.mqttValidatedString()
+            try MQTTTopic.validateName(topic)
+        }
         var packetID: UInt16?
         if qos != .atMostOnce { packetID = try body.readMQTTPacketID() }
         let payload = body.readSlice(length: body.readableBytes) ?? ByteBuffer()

@@ -386,7 +386,7 @@ struct BrokerCoreTests {
 
     @Test("what a read batch writes leaves when the batch is complete, without waiting for the end of the loop tick")
     func flushPerReadBatch() throws {
-        let (broker, subscriber, publisher) = try roomSubscriberAndPublisher(qos: .atLeastOnce)
+        let (_, subscriber, publisher) = try roomSubscriberAndPublisher(qos: .atLeastOnce)
         // One read batch (channelRead + channelReadComplete) and no loop tick: the loop's tasks do not run.
         try publisher.channel.writeInbound(
             ByteBuffer(bytes: try encoded(.publish(PublishPacket(topic: "room/a", payload: payload("now"), qos: .atLeastOnce, packetID: 3)))))
@@ -407,7 +407,7 @@ struct BrokerCoreTests {
         let (broker, subscriber, publisher) = try roomSubscriberAndPublisher(qos: .atMostOnce)
         // channelRead without channelReadComplete: the batch is still open.
         let publish = try encoded(.publish(PublishPacket(topic: "room/a", payload: payload("mid"), qos: .atMostOnce)))
-        publisher.channel.pipeline.fireChannelRead(NIOAny(ByteBuffer(bytes: publish)))
+        publisher.channel.pipeline.fireChannelRead(ByteBuffer(bytes: publish))
         broker.loop.run()  // a scheduled end-of-tick flush would run here
         #expect(try subscriber.channel.readOutbound(as: ByteBuffer.self) == nil)
         #expect(broker.core.isInPipelineRead)
