@@ -25,10 +25,10 @@ extension BrokerCore {
     /// `session` acknowledged something: it is draining; resume its publishers once its queue is low.
     func noteProgress(of session: BrokerSession) {
         // Optional chaining, not `guard let`: no copy of the state machine on every acknowledgement.
-        guard backpressure?.isIdle == false, backpressure?.isCongested(session.key) == true else { return }
+        guard backpressure?.isIdle == false else { return }
         let actions = backpressure?.progress(
             session: session.key, belowLowWatermark: session.outbound.isBelowLowWatermark, now: eventLoop.now) ?? []
-        apply(actions)
+        if !actions.isEmpty { apply(actions) }
     }
 
     /// `session` lost its connection: it holds no publisher back any more.

@@ -59,9 +59,6 @@ struct PublisherBackpressure<Connection: Hashable & Sendable, Session: Hashable 
     /// Whether `connection` is currently paused.
     func isPaused(_ connection: Connection) -> Bool { pausedFor[connection] != nil }
 
-    /// Whether `session` is currently tracked as congested.
-    func isCongested(_ session: Session) -> Bool { congested[session] != nil }
-
     /// The earliest time a congested session that is not stalled yet would be declared stalled.
     var nextStallDeadline: NIODeadline? {
         congested.values.lazy.filter { !$0.stalled && !$0.paused.isEmpty }.map { $0.lastProgress + stallTimeout }.min()
@@ -89,14 +86,16 @@ struct PublisherBackpressure<Connection: Hashable & Sendable, Session: Hashable 
     }
 
     /// `session` acknowledged something at `now`; `belowLowWatermark` tells where its queue stands now.
-    mutating func progress(session: Session, belowLowWatermark: Bool, now: NIODeadline) -> [Action] {
-        guard var congestion = congested[session] else { return [] }
+    ///
+    /// Called on every acknowledgement while any session is congested, so it looks `session` up once, and reads
+    /// the clock only for a congested session.
+    mutating func progress(session: Session, belowLowWatermark: Bool, now: @autoclosure () -> NIODeadline) -> [Action] {
+        guard let index = congested.index(forKey: session) else { return [] }
         if belowLowWatermark {
             return release(session, keepingCongestion: false)
         }
-        congestion.lastProgress = now
-        congestion.stalled = false
-        congested[session] = congestion
+        congested.values[index].lastProgress = now()
+        congested.values[index].stalled = false
         return []
     }
 
