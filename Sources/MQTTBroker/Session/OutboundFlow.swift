@@ -127,35 +127,38 @@ struct OutboundFlow: Sendable {
             guard queueQoS0WhileOffline else { return .discarded }
             return append(QueuedMessage(message: message, qos: qos, retain: retain))
         }
-        if isOnline, !isOutputBlocked, queue.isEmpty, let delivery = startInflight(message, qos: qos, retain: retain) {
-            return .send(delivery)
+        if isOnline, !isOutputBlocked, queue.isEmpty, canStartInflight {
+            return .send(startInflight(message, qos: qos, retain: retain))
         }
         return append(QueuedMessage(message: message, qos: qos, retain: retain))
     }
 
     /// PUBACK from the client: completes a QoS 1 delivery and releases queued messages into the window.
     mutating func pubAckReceived(packetID: UInt16) -> [OutboundAction] {
-        guard inflight[packetID]?.state == .awaitingPubAck else { return [] }
-        inflight[packetID] = nil
-        return drainQueue()
+        completeInflight(packetID: packetID, awaiting: .awaitingPubAck)
     }
 
     /// PUBREC from the client: the QoS 2 message arrived; answer with PUBREL. Unknown identifiers are answered
     /// too, so a client that lost track can still finish its exchange.
     mutating func pubRecReceived(packetID: UInt16) -> [OutboundAction] {
-        if var entry = inflight[packetID], entry.state == .awaitingPubRec {
-            entry.state = .awaitingPubComp
+        // In place: one lookup, and the entry is not copied out and back.
+        if let index = inflight.index(forKey: packetID), inflight.values[index].state == .awaitingPubRec {
+            inflight.values[index].state = .awaitingPubComp
             // The payload is no longer needed; only the identifier and the order matter from here on.
-            entry.delivery.message.payload = ByteBuffer()
-            inflight[packetID] = entry
+            inflight.values[index].delivery.message.payload = ByteBuffer()
         }
         return [.pubrel(packetID)]
     }
 
     /// PUBCOMP from the client: completes a QoS 2 delivery and releases queued messages into the window.
     mutating func pubCompReceived(packetID: UInt16) -> [OutboundAction] {
-        guard inflight[packetID]?.state == .awaitingPubComp else { return [] }
-        inflight[packetID] = nil
+        completeInflight(packetID: packetID, awaiting: .awaitingPubComp)
+    }
+
+    /// Ends the delivery `packetID` when it is in `state`, then releases queued messages into the window.
+    private mutating func completeInflight(packetID: UInt16, awaiting state: InflightState) -> [OutboundAction] {
+        guard let index = inflight.index(forKey: packetID), inflight.values[index].state == state else { return [] }
+        inflight.remove(at: index)
         return drainQueue()
     }
 
@@ -229,34 +232,31 @@ struct OutboundFlow: Sendable {
         return .queued
     }
 
-    private mutating func removeFirstQueued() {
-        let removed = queue.removeFirst()
-        queuedBytes -= Self.chargedBytes(removed.message)
-    }
-
-    /// Moves queued messages into the window while it has room.
+    /// Moves queued messages into the window while it has room. Each message is moved out of the queue, not
+    /// copied (this runs on every acknowledgement of a busy subscriber).
     private mutating func drainQueue() -> [OutboundAction] {
         guard isOnline, !isOutputBlocked else { return [] }
         var actions: [OutboundAction] = []
-        while let next = queue.first {
-            if next.qos == .atMostOnce {
-                removeFirstQueued()
+        while let nextQoS = queue.first?.qos, nextQoS == .atMostOnce || canStartInflight {
+            let next = queue.removeFirst()
+            queuedBytes -= Self.chargedBytes(next.message)
+            if nextQoS == .atMostOnce {
                 actions.append(.publish(OutboundDelivery(message: next.message, qos: .atMostOnce, retain: next.retain, dup: false, packetID: nil)))
-                continue
+            } else {
+                actions.append(.publish(startInflight(next.message, qos: nextQoS, retain: next.retain)))
             }
-            guard let delivery = startInflight(next.message, qos: next.qos, retain: next.retain) else { break }
-            removeFirstQueued()
-            actions.append(.publish(delivery))
         }
         return actions
     }
 
-    private var windowHasRoom: Bool {
-        maxInflight == 0 || inflight.count < maxInflight
+    /// Whether one more message may go in flight: the window has room and a packet identifier is free.
+    private var canStartInflight: Bool {
+        (maxInflight == 0 || inflight.count < maxInflight) && inflight.count < Int(UInt16.max)
     }
 
-    private mutating func startInflight(_ message: BrokerMessage, qos: QoS, retain: Bool) -> OutboundDelivery? {
-        guard windowHasRoom, let packetID = allocatePacketID() else { return nil }
+    /// Puts a message in flight; the caller checked ``canStartInflight``.
+    private mutating func startInflight(_ message: BrokerMessage, qos: QoS, retain: Bool) -> OutboundDelivery {
+        let packetID = allocatePacketID()
         let delivery = OutboundDelivery(message: message, qos: qos, retain: retain, dup: false, packetID: packetID)
         inflight[packetID] = InflightEntry(
             delivery: delivery,
@@ -268,9 +268,9 @@ struct OutboundFlow: Sendable {
     }
 
     /// The next free packet identifier after the last one handed out, wrapping from 65535 to 1 and skipping
-    /// identifiers still in flight. Nil when all 65535 are in use.
-    private mutating func allocatePacketID() -> UInt16? {
-        guard inflight.count < Int(UInt16.max) else { return nil }
+    /// identifiers still in flight. The caller checked that one is free (fewer than 65535 in flight), so the
+    /// search ends.
+    private mutating func allocatePacketID() -> UInt16 {
         while true {
             let candidate = nextPacketID
             nextPacketID = candidate == UInt16.max ? 1 : candidate + 1

@@ -110,6 +110,33 @@ struct OutboundFlowTests {
         #expect(flow.inflightCount == 3)
     }
 
+    @Test("with an unlimited window, a message queues once all 65535 identifiers are in flight")
+    func identifierSpaceExhausted() {
+        var flow = OutboundFlow(maxInflight: 0, maxQueued: 0)
+        _ = flow.resume()
+        for n in 1...65535 {
+            guard case .send = flow.enqueue(message(n), qos: .exactlyOnce, retain: false) else {
+                Issue.record("message \(n) not sent")
+                return
+            }
+        }
+        #expect(flow.inflightCount == 65535)
+        // No identifier is free: queued, not sent with a reused identifier.
+        #expect(flow.enqueue(message(0), qos: .exactlyOnce, retain: false) == .queued)
+        #expect(flow.queuedCount == 1)
+        // Releasing identifier 7 (PUBREC, then PUBCOMP) lets the queued message go out under that identifier.
+        #expect(flow.pubRecReceived(packetID: 7) == [.pubrel(7)])
+        let released = flow.pubCompReceived(packetID: 7)
+        guard released.count == 1, case .publish(let delivery) = released[0] else {
+            Issue.record("expected one PUBLISH, got \(released)")
+            return
+        }
+        #expect(delivery.packetID == 7)
+        #expect(String(buffer: delivery.message.payload) == "m0")
+        #expect(flow.queuedCount == 0)
+        #expect(flow.inflightCount == 65535)
+    }
+
     @Test("QoS 2 outbound: PUBREC answers PUBREL, PUBCOMP completes and frees the slot")
     func qos2Outbound() {
         var flow = OutboundFlow(maxInflight: 1, maxQueued: 10)
