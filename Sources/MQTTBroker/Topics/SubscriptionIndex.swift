@@ -8,7 +8,7 @@ import MQTTCore
 /// keeps it confined to its event loop (hence the `@exclusivity(unchecked)` properties, see ``BrokerCore``).
 final class SubscriptionIndex<Subscriber: Hashable> {
     private final class Node {
-        @exclusivity(unchecked) var children: [UTF8Key<Substring>: Node] = [:]
+        @exclusivity(unchecked) var children: [TopicLevelKey: Node] = [:]
         @exclusivity(unchecked) var plus: Node?
         @exclusivity(unchecked) var hash: Node?
         @exclusivity(unchecked) var subscribers: [Subscriber: QoS] = [:]
@@ -47,8 +47,9 @@ final class SubscriptionIndex<Subscriber: Hashable> {
     /// Calls `body` once per subscriber whose filters match `topic`, with the highest QoS among its matching
     /// filters (MQTT-3.3.5-1). Filters starting with a wildcard never match topics starting with `$` (MQTT-4.7.2-1).
     ///
-    /// The routing hot path: the topic is walked level by level in place (no split into an array) and the matching
-    /// nodes are collected into a scratch array the index keeps between calls. When one node matches (the usual
+    /// The routing hot path: the topic's UTF-8 bytes are walked level by level in place (no split into an array, no
+    /// substrings; each level is looked up with a key borrowing its bytes) and the matching nodes are collected
+    /// into a scratch array the index keeps between calls. When one node matches (the usual
     /// case: one filter per subscriber) its subscribers are visited directly; only overlapping matches are merged
     /// into a dictionary. `body` may call back into the index; such a nested call just allocates its own scratch.
     func forEachMatch(topic: String, _ body: (Subscriber, QoS) -> Void) {
@@ -59,7 +60,10 @@ final class SubscriptionIndex<Subscriber: Hashable> {
             scratchNodes = nodes
         }
         let wildcardsAllowed = !MQTTTopic.startsWithDollar(topic)
-        Self.collect(root, topic: topic, levelStart: topic.utf8.startIndex, wildcardsAllowed: wildcardsAllowed, into: &nodes)
+        var topic = topic  // `withUTF8` may make a non-contiguous string contiguous
+        topic.withUTF8 { bytes in
+            Self.collect(root, topic: UnsafeRawBufferPointer(bytes), levelStart: 0, wildcardsAllowed: wildcardsAllowed, into: &nodes)
+        }
         switch nodes.count {
         case 0:
             return
@@ -97,9 +101,10 @@ final class SubscriptionIndex<Subscriber: Hashable> {
             node.hash = new
             return new
         default:
-            if let existing = node.children[UTF8Key(level)] { return existing }
+            let key = TopicLevelKey(owning: level)
+            if let existing = node.children[key] { return existing }
             let new = Node()
-            node.children[UTF8Key(level)] = new
+            node.children[key] = new
             return new
         }
     }
@@ -118,8 +123,9 @@ final class SubscriptionIndex<Subscriber: Hashable> {
             guard let hash = node.hash, remove(subscriber, levels: rest, from: hash) else { return false }
             if hash.isEmpty { node.hash = nil }
         default:
-            guard let next = node.children[UTF8Key(level)], remove(subscriber, levels: rest, from: next) else { return false }
-            if next.isEmpty { node.children[UTF8Key(level)] = nil }
+            let key = TopicLevelKey(owning: level)
+            guard let next = node.children[key], remove(subscriber, levels: rest, from: next) else { return false }
+            if next.isEmpty { node.children[key] = nil }
         }
         return true
     }
@@ -127,7 +133,7 @@ final class SubscriptionIndex<Subscriber: Hashable> {
     /// Collects the nodes with subscribers whose filters match the topic levels from `levelStart` on (nil: the
     /// levels are used up). A topic of n separators has n + 1 levels, empty ones included ("a//b", "/a", "a/").
     private static func collect(
-        _ node: Node, topic: String, levelStart: String.Index?, wildcardsAllowed: Bool, into nodes: inout [Node]
+        _ node: Node, topic: UnsafeRawBufferPointer, levelStart: Int?, wildcardsAllowed: Bool, into nodes: inout [Node]
     ) {
         // "a/#" matches "a" itself and everything below it.
         if wildcardsAllowed, let hash = node.hash, !hash.subscribers.isEmpty {
@@ -137,10 +143,13 @@ final class SubscriptionIndex<Subscriber: Hashable> {
             if !node.subscribers.isEmpty { nodes.append(node) }
             return
         }
-        let utf8 = topic.utf8
-        let levelEnd = utf8[levelStart...].firstIndex(of: UInt8(ascii: "/")) ?? utf8.endIndex
-        let nextLevelStart = levelEnd == utf8.endIndex ? nil : utf8.index(after: levelEnd)
-        if let next = node.children[UTF8Key(topic[levelStart..<levelEnd])] {
+        var levelEnd = levelStart
+        while levelEnd < topic.count, topic[levelEnd] != UInt8(ascii: "/") {
+            levelEnd += 1
+        }
+        let nextLevelStart = levelEnd == topic.count ? nil : levelEnd + 1
+        let level = UnsafeRawBufferPointer(rebasing: topic[levelStart..<levelEnd])
+        if let next = node.children[TopicLevelKey(borrowing: level)] {
             collect(next, topic: topic, levelStart: nextLevelStart, wildcardsAllowed: true, into: &nodes)
         }
         if wildcardsAllowed, let plus = node.plus {

@@ -228,3 +228,32 @@ struct BrokerMessageTests {
         #expect(tight.compactedForKeeping().payload.storageCapacity == tight.payload.storageCapacity)
     }
 }
+
+@Suite("TopicLevelKey")
+struct TopicLevelKeyTests {
+    /// Runs `body` with a borrowing key over the UTF-8 bytes of `level`.
+    func withBorrowed<Result>(_ level: String, _ body: (TopicLevelKey) -> Result) -> Result {
+        var level = level
+        return level.withUTF8 { body(TopicLevelKey(borrowing: UnsafeRawBufferPointer($0))) }
+    }
+
+    @Test("an owning and a borrowing key over the same bytes are equal and hash alike", arguments: [
+        "", "a", "lobby", "a level longer than fifteen bytes", "caf\u{E9}",
+    ])
+    func ownedMatchesBorrowed(level: String) {
+        let owned = TopicLevelKey(owning: Substring(level))
+        withBorrowed(level) { borrowed in
+            #expect(owned == borrowed)
+            #expect(owned.hashValue == borrowed.hashValue)
+            #expect([owned: 1][borrowed] == 1)
+        }
+    }
+
+    @Test("different bytes are different keys, Unicode-equivalent spellings included")
+    func differentBytesDiffer() {
+        let owned = TopicLevelKey(owning: "caf\u{E9}")
+        withBorrowed("cafe\u{301}") { #expect(owned != $0) }
+        withBorrowed("cafe") { #expect(owned != $0) }
+        #expect(TopicLevelKey(owning: "a") != TopicLevelKey(owning: "ab"))
+    }
+}
