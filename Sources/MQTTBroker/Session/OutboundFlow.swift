@@ -96,6 +96,9 @@ struct OutboundFlow: Sendable {
     private(set) var slowConsumerDroppedCount = 0
     /// Topic and payload bytes of the queued messages (what ``maxQueuedBytes`` limits).
     private(set) var queuedBytes = 0
+    /// How many queued messages are QoS 0: while none are, a full window means nothing can leave the queue, and
+    /// draining need not look at the queue's head.
+    private var queuedAtMostOnceCount = 0
     /// Whether the connection has too much unwritten output: QoS 0 messages are dropped and QoS 1/2 messages
     /// stay queued (not written) until ``outputUnblocked()``.
     private(set) var isOutputBlocked = false
@@ -227,9 +230,23 @@ struct OutboundFlow: Sendable {
             droppedCount += 1
             return .dropped
         }
-        queue.append(queued)
-        queuedBytes += bytes
+        appendCounted(queued)
         return .queued
+    }
+
+    /// Appends to the queue and counts the message in ``queuedBytes`` and ``queuedAtMostOnceCount``.
+    private mutating func appendCounted(_ queued: QueuedMessage) {
+        queuedBytes += Self.chargedBytes(queued.message)
+        if queued.qos == .atMostOnce { queuedAtMostOnceCount += 1 }
+        queue.append(queued)
+    }
+
+    /// Removes the queue's head, uncounting it; the caller checked that the queue is not empty.
+    private mutating func removeFirstCounted() -> QueuedMessage {
+        let removed = queue.removeFirst()
+        queuedBytes -= Self.chargedBytes(removed.message)
+        if removed.qos == .atMostOnce { queuedAtMostOnceCount -= 1 }
+        return removed
     }
 
     /// Moves queued messages into the window while it has room. Each message is moved out of the queue, not
@@ -237,13 +254,14 @@ struct OutboundFlow: Sendable {
     private mutating func drainQueue() -> [OutboundAction] {
         guard isOnline, !isOutputBlocked else { return [] }
         var actions: [OutboundAction] = []
-        while let nextQoS = queue.first?.qos, nextQoS == .atMostOnce || canStartInflight {
-            let next = queue.removeFirst()
-            queuedBytes -= Self.chargedBytes(next.message)
-            if nextQoS == .atMostOnce {
+        while !queue.isEmpty {
+            // With a full window only a QoS 0 message can leave; the head is read only when one is queued.
+            guard canStartInflight || (queuedAtMostOnceCount > 0 && queue.first?.qos == .atMostOnce) else { break }
+            let next = removeFirstCounted()
+            if next.qos == .atMostOnce {
                 actions.append(.publish(OutboundDelivery(message: next.message, qos: .atMostOnce, retain: next.retain, dup: false, packetID: nil)))
             } else {
-                actions.append(.publish(startInflight(next.message, qos: nextQoS, retain: next.retain)))
+                actions.append(.publish(startInflight(next.message, qos: next.qos, retain: next.retain)))
             }
         }
         return actions
@@ -291,7 +309,7 @@ extension OutboundFlow {
             nextPacketID = entry.packetID == UInt16.max ? 1 : entry.packetID + 1
         }
         for message in queued {
-            queue.append(message)
+            appendCounted(message)
         }
     }
 }

@@ -36,6 +36,53 @@ struct OutboundFlowLimitTests {
         #expect(flow.enqueue(message(5), qos: .atLeastOnce, retain: false) == .queued)
     }
 
+    @Test("a queue restored from persistence counts its bytes: the limit holds and draining ends at zero")
+    func restoredQueueIsCounted() {
+        var flow = OutboundFlow(maxInflight: 1, maxQueued: 0, maxQueuedBytes: 25)
+        let queued = (1...2).map { OutboundFlow.QueuedMessage(message: message($0), qos: .atLeastOnce, retain: false) }
+        flow.restore(inflight: [], queued: queued)
+        #expect(flow.queuedBytes == 20)
+        // 20 + 10 > 25: the restored bytes count against max_queued_bytes.
+        #expect(flow.enqueue(message(3), qos: .atLeastOnce, retain: false) == .dropped)
+        // Resuming sends one (the window is 1); its acknowledgement releases the other; nothing is left to count.
+        let resumed = flow.resume()
+        guard resumed.count == 1, case .publish(let first) = resumed[0], let firstID = first.packetID else {
+            Issue.record("expected one PUBLISH on resume, got \(resumed)")
+            return
+        }
+        #expect(flow.queuedBytes == 10)
+        #expect(flow.pubAckReceived(packetID: firstID).count == 1)
+        #expect(flow.queuedBytes == 0)
+        #expect(flow.queuedCount == 0)
+    }
+
+    @Test("with the window full, queued QoS 0 messages at the head still leave, in order; QoS 1 behind them waits")
+    func atMostOnceLeavesPastAFullWindow() {
+        var flow = OutboundFlow(maxInflight: 1, maxQueued: 10, queueQoS0WhileOffline: true)
+        // Offline: QoS 0 is queued (queue_qos0_messages), QoS 1 too.
+        let qosOrder: [QoS] = [.atLeastOnce, .atMostOnce, .atMostOnce, .atLeastOnce, .atMostOnce]
+        for (n, qos) in qosOrder.enumerated() {
+            #expect(flow.enqueue(message(n), qos: qos, retain: false) == .queued)
+        }
+        func sent(_ actions: [OutboundAction]) -> [(Int, QoS)] {
+            actions.compactMap {
+                guard case .publish(let delivery) = $0 else { return nil }
+                return (Int(delivery.message.payload.getInteger(at: delivery.message.payload.readerIndex, as: UInt8.self) ?? 255), delivery.qos)
+            }
+        }
+        // Resume: message 0 fills the window, the two QoS 0 behind it leave, message 3 (QoS 1) waits.
+        let resumed = flow.resume()
+        #expect(sent(resumed).map(\.0) == [0, 1, 2])
+        #expect(flow.queuedCount == 2)
+        // Acknowledging message 0 frees the window: 3 goes in flight, then the QoS 0 message 4 follows it.
+        guard case .publish(let first) = resumed[0], let firstID = first.packetID else {
+            Issue.record("expected message 0 first")
+            return
+        }
+        #expect(sent(flow.pubAckReceived(packetID: firstID)).map(\.0) == [3, 4])
+        #expect(flow.queuedCount == 0)
+    }
+
     @Test("either limit drops: max_queued_messages counts messages even when bytes remain")
     func eitherLimit() {
         var flow = OutboundFlow(maxInflight: 1, maxQueued: 2, maxQueuedBytes: 1000)
