@@ -136,7 +136,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        core.isInPipelineRead = true
+        core.pipelineReadBegins()
         received(unwrapInboundIn(data))
     }
 
@@ -159,13 +159,13 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     /// does not wait for the rest of the tick. The end-of-tick flush (``BrokerCore/markDirty(_:)``) still covers
     /// writes made outside a read (timers, relayed sockets, other connections' closing).
     func channelReadComplete(context: ChannelHandlerContext) {
-        core.isInPipelineRead = false
+        core.pipelineReadEnds()
         core.flushDirty()
         context.fireChannelReadComplete()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        core.isInPipelineRead = false
+        core.pipelineReadEnds()
         transportInactive()
         context.fireChannelInactive()
     }
@@ -210,7 +210,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        core.isInPipelineRead = false
+        core.pipelineReadEnds()
         transportFailed("\(error)")
     }
 
@@ -232,7 +232,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
             }
         }
         // One clock read per batch: the keepalive only needs to know that the client was heard from in this batch.
-        let now = core.eventLoop.now
+        let now = core.now
         while stateMachine.isOpen, !isReadingPausedByCore {  // [flow] a paused publisher's bytes wait here
             let packet: MQTTPacket?
             do {

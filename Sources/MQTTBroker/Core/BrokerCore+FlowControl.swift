@@ -18,7 +18,7 @@ extension BrokerCore {
             subscriber !== publisher, session.outbound.isAboveHighWatermark
         else { return }
         let actions = backpressure?.queueAboveHighWatermark(
-            session: session.key, publisher: ObjectIdentifier(publisher), now: eventLoop.now) ?? []
+            session: session.key, publisher: ObjectIdentifier(publisher), now: now) ?? []
         apply(actions)
     }
 
@@ -27,7 +27,7 @@ extension BrokerCore {
         // Optional chaining, not `guard let`: no copy of the state machine on every acknowledgement.
         guard backpressure?.isIdle == false else { return }
         let actions = backpressure?.progress(
-            session: session.key, belowLowWatermark: session.outbound.isBelowLowWatermark, now: eventLoop.now) ?? []
+            session: session.key, belowLowWatermark: session.outbound.isBelowLowWatermark, now: now) ?? []
         if !actions.isEmpty { apply(actions) }
     }
 

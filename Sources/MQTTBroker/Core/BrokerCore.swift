@@ -307,10 +307,28 @@ final class BrokerCore {
 
     /// Whether a flush of the dirty connections is already scheduled for the end of this loop tick.
     @exclusivity(unchecked) private var flushScheduled = false
+    /// When the read batch of a socket on this loop began: set by its first `channelRead`, cleared when the batch
+    /// completes or the socket closes or fails (both of which flush too). Nil outside a batch.
+    @exclusivity(unchecked) private(set) var pipelineReadStartedAt: NIODeadline?
+
     /// Whether a socket on this loop is between `channelRead` and `channelReadComplete`: its read batch ends with a
-    /// flush, so writes made meanwhile need no end-of-tick task. Cleared when the batch completes or the socket
-    /// closes or fails (both of which flush too).
-    @exclusivity(unchecked) var isInPipelineRead = false
+    /// flush, so writes made meanwhile need no end-of-tick task.
+    var isInPipelineRead: Bool { pipelineReadStartedAt != nil }
+
+    /// A socket's read batch begins (its `channelRead`).
+    func pipelineReadBegins() {
+        if pipelineReadStartedAt == nil { pipelineReadStartedAt = eventLoop.now }
+    }
+
+    /// The socket's read batch completed, or the socket closed or failed.
+    func pipelineReadEnds() {
+        pipelineReadStartedAt = nil
+    }
+
+    /// The time for bookkeeping that needs no finer grain than a read batch (keepalive, back-pressure stalls):
+    /// inside a read batch the time it began, otherwise the clock. One clock read per batch instead of one per
+    /// acknowledgement or routed message.
+    var now: NIODeadline { pipelineReadStartedAt ?? eventLoop.now }
 
     /// Remembers that `connection` has unflushed writes and makes sure they are flushed: when the read batch of a
     /// socket on this loop is complete (``BrokerConnectionHandler/channelReadComplete(context:)``), otherwise (timers,
