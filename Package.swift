@@ -131,6 +131,12 @@ let package = Package(
         // MARK: Fuzzing
         // libFuzzer target for the packet decoder: scripts/fuzz.sh builds it with -DFUZZING and the fuzzer and
         // address sanitizers; a plain build is a corpus replayer (FuzzPacketDecoder FILE_OR_DIR...).
+        // The memory floor of an idle connection on SwiftNIO (bench-broker.sh's idle run).
+        .executableTarget(
+            name: "NIOFloorServer",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "FuzzPacketDecoder",
             dependencies: ["MQTTCore", .product(name: "NIOCore", package: "swift-nio")],

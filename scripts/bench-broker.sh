@@ -9,8 +9,9 @@
 # Runs: fan-out 1->10, pairs 10->10, fan-in 10->1 at QoS 0, 1, 2 (fixed duration each), two fixed-rate latency
 # runs (pairs 10->10, QoS 1, 5,000 msg/s in total: one evenly spaced stream, and the same rate as a burst of 10
 # messages every 2 ms), and an idle-connections run (19,000 connections, 2,000 with
-# --quick, on a freshly started broker: connect rate and broker memory per connection). Brokers are run
-# alternately for every run of every repetition. When our broker cannot be built
+# --quick, on a freshly started broker: connect rate and broker memory per connection; the same run against
+# NIOFloorServer, a bare SwiftNIO server with no MQTT state, gives the memory floor of one NIO channel per
+# connection). Brokers are run alternately for every run of every repetition. When our broker cannot be built
 # or started, its column says n/a and the mosquitto side still runs.
 # Bounded: every run has a timeout; every broker started is stopped on exit.
 set -euo pipefail
@@ -70,6 +71,11 @@ else
   fi
 fi
 [ -x "$BIN" ] || { echo "bench-broker: $BIN not found" >&2; exit 1; }
+FLOOR_BIN="$ROOT/.build-release/release/NIOFloorServer"
+if [ "$BUILD" = 1 ]; then
+  (cd "$ROOT" && timeout 900 swift build -c release --scratch-path .build-release --product NIOFloorServer) >&2 \
+    || echo "bench-broker: NIOFloorServer did not build: no floor figure" >&2
+fi
 
 TMP="$(mktemp -d /tmp/bench-broker.XXXXXX)"
 PIDS=()
@@ -214,6 +220,16 @@ for rep in $(seq 1 "$REPEAT"); do
     run_one mosquitto "$MOSQ_PORT" "$MOSQ_PID" idle "$IDLE_ARGS"
     stop_pid "$MOSQ_PID"
   fi
+  if [ -x "$FLOOR_BIN" ]; then
+    FLOOR_PORT="$(free_port)"
+    "${BROKER_PIN[@]}" "$FLOOR_BIN" "$FLOOR_PORT" > "$TMP/floor.log" 2>&1 &
+    FLOOR_PID=$!
+    PIDS+=("$FLOOR_PID")
+    if wait_port "$FLOOR_PORT" "$FLOOR_PID"; then
+      run_one nio-floor "$FLOOR_PORT" "$FLOOR_PID" idle "$IDLE_ARGS"
+    fi
+    stop_pid "$FLOOR_PID"
+  fi
 done
 
 # --- summary ------------------------------------------------------------------------------------------------
@@ -228,7 +244,7 @@ from collections import OrderedDict
 rows = OrderedDict()
 for line in open(sys.argv[1]):
     name, broker, payload = line.rstrip("\n").split("\t", 2)
-    rows.setdefault(name, {"ours": [], "mosquitto": []})
+    rows.setdefault(name, {"ours": [], "mosquitto": [], "nio-floor": []})
     rows[name][broker].append(None if payload == "FAILED" else json.loads(payload))
 
 def median(values):
@@ -290,6 +306,10 @@ for name, by in rows.items():
     if extra_label:
         print(f"{'':<16} {extra_label:<22} {fmt(val(o,'extra')):>14} {fmt(val(m,'extra')):>14} "
               f"{ratio(val(o,'extra'), val(m,'extra')):>7}")
+floor = metric("idle", rows["idle"]["nio-floor"]) if "idle" in rows else None
+if floor and floor["extra"] is not None:
+    print(f"{'idle floor':<16} {'NIO bytes/conn':<22} {fmt(floor['extra']):>14}   (NIOFloorServer: one NIO channel per "
+          "connection and no MQTT state)")
 print()
 print("ratio = ours / mosquitto (throughput and connects/s: higher is better; latency and memory: lower is better).")
 print("lost/dup are totals over all repetitions; QoS 0 loss under overload is allowed by MQTT.")
