@@ -14,15 +14,18 @@ seconds="${1:-60}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-build_flags=(--product FuzzPacketDecoder --scratch-path .build-fuzz
+# Built from Fuzz/, a package of its own with the same MQTTCore and FuzzPacketDecoder sources and swift-nio as its
+# only dependency, which asks for coverage instrumentation of those two modules (-sanitize-coverage): with this
+# toolchain `-sanitize=fuzzer` alone adds no coverage counters to Swift code, and the main package's builds gave
+# instrumented objects only some of the time. Without counters libFuzzer fuzzes blind (six times faster, never a
+# new input).
+build_flags=(--package-path Fuzz --product FuzzPacketDecoder --scratch-path .build-fuzz
              --sanitize=fuzzer --sanitize=address -Xswiftc -DFUZZING)
 swift build "${build_flags[@]}"
 fuzzer="$(swift build "${build_flags[@]}" --show-bin-path)/FuzzPacketDecoder"
 
-# Report whether the code under test is instrumented. SwiftPM's plugin-tools (host) build plan compiles the same
-# modules into the same object files without --sanitize, and on this toolchain it sometimes runs (always on a
-# second `swift build` of the fuzzer): those objects then carry no coverage counters and libFuzzer fuzzes them
-# blind (about six times faster, never a new input). Not fatal: the oracle still runs on every input.
+# Report whether the code under test is instrumented, and fail when it is not: a blind run would pass while
+# testing far less than it claims.
 objects_dir="$(dirname "$fuzzer")/MQTTCore.build"
 objects=0
 uninstrumented=0
@@ -33,8 +36,9 @@ done
 counters="$(SWIFT_BACKTRACE=enable=no "$fuzzer" -runs=0 2>&1 |
     sed -n 's/^INFO: Loaded [0-9]* modules *(\([0-9]*\) inline 8-bit counters).*/\1/p' | head -1)"
 echo "fuzz.sh: ${counters:-?} coverage counters; $((objects - uninstrumented)) of $objects MQTTCore objects instrumented"
-if [ "$uninstrumented" -ne 0 ]; then
-    echo "fuzz.sh: WARNING: $uninstrumented MQTTCore objects have no coverage counters; this run is partly blind" >&2
+if [ "$objects" -eq 0 ] || [ "$uninstrumented" -ne 0 ]; then
+    echo "fuzz.sh: FAILED: $uninstrumented of $objects MQTTCore objects have no coverage counters (a blind build)" >&2
+    exit 1
 fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/fuzz-decoder.XXXXXX")"

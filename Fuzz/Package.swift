@@ -1,0 +1,34 @@
+// swift-tools-version: 6.1
+// The decoder fuzzer's own package (scripts/fuzz.sh builds it with --sanitize=fuzzer).
+//
+// Its targets are the main package's MQTTCore and FuzzPacketDecoder sources (Sources/ holds symlinks to them), its
+// only dependency is swift-nio, and it asks for libFuzzer's coverage instrumentation of those two modules: with
+// this toolchain `-sanitize=fuzzer` alone adds no coverage counters to Swift code, and fuzzer builds of the main
+// package had them only some of the time. scripts/fuzz.sh checks every MQTTCore object for them.
+import PackageDescription
+
+let settings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    // libFuzzer's coverage guidance, for our modules only (not NIO's). Needs --sanitize=fuzzer (scripts/fuzz.sh).
+    .unsafeFlags(["-sanitize-coverage=edge,inline-8bit-counters,pc-table,trace-cmp"]),
+]
+
+let package = Package(
+    name: "mqttchat-fuzz",
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2")
+    ],
+    targets: [
+        .target(
+            name: "MQTTCore",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: settings
+        ),
+        .executableTarget(
+            name: "FuzzPacketDecoder",
+            dependencies: ["MQTTCore", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: settings
+        ),
+    ]
+)
