@@ -32,6 +32,7 @@ final class SubscriptionIndex<Subscriber: Hashable> {
         }
         let isNew = node.subscribers.updateValue(qos, forKey: subscriber) == nil
         if isNew { count += 1 }
+        routeCache.clear()
         return isNew
     }
 
@@ -40,7 +41,10 @@ final class SubscriptionIndex<Subscriber: Hashable> {
     func unsubscribe(_ subscriber: Subscriber, from filter: String) -> Bool {
         let levels = MQTTTopic.levels(of: filter)
         let removed = Self.remove(subscriber, levels: levels[...], from: root)
-        if removed { count -= 1 }
+        if removed {
+            count -= 1
+            routeCache.clear()
+        }
         return removed
     }
 
@@ -51,8 +55,24 @@ final class SubscriptionIndex<Subscriber: Hashable> {
     /// substrings; each level is looked up with a key borrowing its bytes) and the matching nodes are collected
     /// into a scratch array the index keeps between calls. When one node matches (the usual
     /// case: one filter per subscriber) its subscribers are visited directly; only overlapping matches are merged
-    /// into a dictionary. `body` may call back into the index; such a nested call just allocates its own scratch.
+    /// into a dictionary. A topic routed again finds its matches in a ``RouteCache``, cleared on every change of
+    /// the subscriptions. `body` may call back into the index; such a nested call just allocates its own scratch.
     func forEachMatch(topic: String, _ body: (Subscriber, QoS) -> Void) {
+        if let cached = routeCache.lookup(topic) {
+            for match in cached {
+                body(match.subscriber, match.qos)
+            }
+            return
+        }
+        let matches = matchesInTrie(topic: topic)
+        routeCache.store(matches, for: topic)
+        for match in matches {
+            body(match.subscriber, match.qos)
+        }
+    }
+
+    /// The subscribers whose filters match `topic`, each once at its highest QoS, found by walking the trie.
+    private func matchesInTrie(topic: String) -> [RouteCache<Subscriber>.Match] {
         var nodes = scratchNodes
         scratchNodes = []
         defer {
@@ -66,11 +86,9 @@ final class SubscriptionIndex<Subscriber: Hashable> {
         }
         switch nodes.count {
         case 0:
-            return
+            return []
         case 1:
-            for (subscriber, qos) in nodes[0].subscribers {
-                body(subscriber, qos)
-            }
+            return nodes[0].subscribers.map { RouteCache.Match(subscriber: $0.key, qos: $0.value) }
         default:
             var merged: [Subscriber: QoS] = [:]
             for node in nodes {
@@ -79,11 +97,12 @@ final class SubscriptionIndex<Subscriber: Hashable> {
                     merged[subscriber] = qos
                 }
             }
-            for (subscriber, qos) in merged {
-                body(subscriber, qos)
-            }
+            return merged.map { RouteCache.Match(subscriber: $0.key, qos: $0.value) }
         }
     }
+
+    /// Recently routed topics and their matches.
+    @exclusivity(unchecked) private var routeCache = RouteCache<Subscriber>()
 
     /// Matched nodes of the last ``forEachMatch(topic:_:)``, kept for their capacity.
     @exclusivity(unchecked) private var scratchNodes: [Node] = []

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// One edge of the subscription trie: the bytes of one topic level, compared and hashed byte for byte
 /// (MQTT-4.7.3-4, like ``UTF8Key``).
 ///
@@ -28,15 +34,22 @@ struct TopicLevelKey: Hashable {
     private func withBytes<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
         switch bytes {
         case .owned(let string):
-            var string = string
-            return string.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+            // Contiguous for every native string, inline (small) ones included; the copy is a fallback.
+            return string.utf8.withContiguousStorageIfAvailable { body(UnsafeRawBufferPointer($0)) }
+                ?? Array(string.utf8).withUnsafeBytes(body)
         case .borrowed(let pointer):
             return body(pointer)
         }
     }
 
     static func == (lhs: TopicLevelKey, rhs: TopicLevelKey) -> Bool {
-        lhs.withBytes { left in rhs.withBytes { right in left.elementsEqual(right) } }
+        lhs.withBytes { left in
+            rhs.withBytes { right in
+                guard left.count == right.count else { return false }
+                guard let leftStart = left.baseAddress, let rightStart = right.baseAddress else { return true }  // both empty
+                return memcmp(leftStart, rightStart, left.count) == 0
+            }
+        }
     }
 
     func hash(into hasher: inout Hasher) {

@@ -257,3 +257,88 @@ struct TopicLevelKeyTests {
         #expect(TopicLevelKey(owning: "a") != TopicLevelKey(owning: "ab"))
     }
 }
+
+@Suite("RouteCache in the subscription index")
+struct RouteCacheTests {
+    /// The (subscriber, QoS) pairs `topic` is routed to, sorted.
+    func routes(_ index: SubscriptionIndex<String>, _ topic: String) -> [String] {
+        var visited: [String] = []
+        index.forEachMatch(topic: topic) { subscriber, qos in visited.append("\(subscriber)@\(qos.rawValue)") }
+        return visited.sorted()
+    }
+
+    /// Routes `topic` enough times for the cache to be warm and to hold it.
+    func warm(_ index: SubscriptionIndex<String>, _ topic: String) {
+        for _ in 0...RouteCache<String>().warmUpRoutes { _ = routes(index, topic) }
+    }
+
+    @Test("a cached route follows every subscription change: new subscriber, higher QoS, unsubscribe")
+    func cachedRoutesAreNeverStale() {
+        let index = SubscriptionIndex<String>()
+        index.subscribe("a", to: "room/+", qos: .atMostOnce)
+        warm(index, "room/1")
+        #expect(routes(index, "room/1") == ["a@0"])
+        index.subscribe("b", to: "room/#", qos: .exactlyOnce)
+        #expect(routes(index, "room/1") == ["a@0", "b@2"])
+        warm(index, "room/1")
+        index.subscribe("a", to: "room/1", qos: .atLeastOnce)  // a second filter of a's, higher QoS
+        #expect(routes(index, "room/1") == ["a@1", "b@2"])
+        warm(index, "room/1")
+        index.unsubscribe("b", from: "room/#")
+        #expect(routes(index, "room/1") == ["a@1"])
+        warm(index, "room/1")
+        index.unsubscribe("a", from: "room/1")
+        index.unsubscribe("a", from: "room/+")
+        #expect(routes(index, "room/1") == [])
+    }
+
+    @Test("every route agrees with the reference matcher, first from the trie and then from the cache")
+    func cacheAgreesWithReferenceMatcher() {
+        let filters = ["#", "+/+", "a/#", "a/+", "a/b", "$SYS/#", "+/b/+", "caf\u{E9}/+"]
+        let topics = ["a", "a/b", "a/b/c", "x/b/y", "$SYS/x", "caf\u{E9}/1", "cafe\u{301}/1"]
+        let index = SubscriptionIndex<String>()
+        for filter in filters { index.subscribe(filter, to: filter, qos: .atMostOnce) }
+        for round in 0..<(RouteCache<String>().warmUpRoutes + 3) {
+            for topic in topics {
+                let expected = filters.filter { MQTTTopic.matches(filter: $0, topic: topic) }.map { "\($0)@0" }.sorted()
+                #expect(routes(index, topic) == expected, "round \(round), topic \(topic)")
+            }
+        }
+    }
+
+    @Test("the cache holds at most its capacity and match budget; topics beyond them still route")
+    func bounded() {
+        var cache = RouteCache<String>(capacity: 2, maximumMatches: 3, warmUpRoutes: 0)
+        let one = [RouteCache<String>.Match(subscriber: "s", qos: .atMostOnce)]
+        _ = cache.lookup("t1")
+        cache.store(one, for: "t1")
+        cache.store(one + one + one, for: "t2")  // 1 + 3 > 3 pairs: not stored
+        cache.store(one, for: "t3")
+        cache.store(one, for: "t4")  // 2 topics held: not stored
+        #expect(cache.count == 2)
+        #expect(cache.lookup("t1")?.count == 1)
+        #expect(cache.lookup("t2") == nil)
+        #expect(cache.lookup("t4") == nil)
+        cache.clear()
+        #expect(cache.count == 0 && cache.lookup("t1") == nil)
+
+        let index = SubscriptionIndex<String>()
+        index.subscribe("s", to: "t/+", qos: .atLeastOnce)
+        for round in 0..<3 {
+            for n in 0..<5_000 {  // more topics than the default capacity
+                #expect(routes(index, "t/\(n)") == ["s@1"], "round \(round), topic \(n)")
+            }
+        }
+    }
+
+    @Test("byte-distinct topics have distinct cached routes (MQTT-4.7.3-4)")
+    func bytesNotCharacters() {
+        let index = SubscriptionIndex<String>()
+        index.subscribe("pre", to: "caf\u{E9}", qos: .atMostOnce)
+        index.subscribe("de", to: "cafe\u{301}", qos: .atMostOnce)
+        warm(index, "caf\u{E9}")
+        warm(index, "cafe\u{301}")
+        #expect(routes(index, "caf\u{E9}") == ["pre@0"])
+        #expect(routes(index, "cafe\u{301}") == ["de@0"])
+    }
+}

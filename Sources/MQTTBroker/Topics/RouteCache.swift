@@ -1,0 +1,62 @@
+import MQTTCore
+
+/// The subscribers that recently routed topics matched, so that a topic published to again is routed with one hash
+/// of its bytes instead of a walk of the subscription trie (a hash and a comparison per level).
+///
+/// Never stale: ``SubscriptionIndex`` clears it on every subscribe and unsubscribe. Bounded: it holds at most
+/// ``capacity`` topics and ``maximumMatches`` (subscriber, QoS) pairs in all, and once full it takes no new topics
+/// until the next clear, so a workload of many distinct topics pays one failed lookup per message. It starts
+/// storing only after ``warmUpRoutes`` routings without a subscription change, so subscriptions that change all
+/// the time (clients joining and leaving) do not pay for filling a cache that is cleared again at once.
+struct RouteCache<Subscriber: Hashable> {
+    /// One subscriber a topic is delivered to, at the highest QoS among its matching filters.
+    struct Match {
+        var subscriber: Subscriber
+        var qos: QoS
+    }
+
+    /// The most topics held.
+    let capacity: Int
+    /// The most (subscriber, QoS) pairs held over all topics (a topic with 10,000 subscribers holds 10,000).
+    let maximumMatches: Int
+    /// Routings since the last clear before anything is stored.
+    let warmUpRoutes: Int
+
+    private var routes: [UTF8Key<String>: [Match]] = [:]
+    private var heldMatches = 0
+    private var routesSinceClear = 0
+
+    init(capacity: Int = 4096, maximumMatches: Int = 65_536, warmUpRoutes: Int = 32) {
+        self.capacity = capacity
+        self.maximumMatches = maximumMatches
+        self.warmUpRoutes = warmUpRoutes
+    }
+
+    /// The number of topics held.
+    var count: Int { routes.count }
+
+    /// The matches stored for `topic` (compared byte for byte), counting the routing.
+    mutating func lookup(_ topic: String) -> [Match]? {
+        routesSinceClear &+= 1
+        guard !routes.isEmpty else { return nil }
+        return routes[UTF8Key(topic)]
+    }
+
+    /// Stores what the trie matched for `topic`, if the cache is warm and has room.
+    mutating func store(_ matches: [Match], for topic: String) {
+        guard routesSinceClear >= warmUpRoutes, routes.count < capacity,
+            heldMatches + matches.count <= maximumMatches
+        else { return }
+        routes[UTF8Key(topic)] = matches
+        heldMatches += matches.count
+    }
+
+    /// Forgets every stored route (the subscriptions changed).
+    mutating func clear() {
+        if !routes.isEmpty {
+            routes.removeAll(keepingCapacity: true)
+            heldMatches = 0
+        }
+        routesSinceClear = 0
+    }
+}
