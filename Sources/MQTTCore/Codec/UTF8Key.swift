@@ -30,13 +30,15 @@ public struct UTF8Key<Base: StringProtocol & Sendable>: Hashable, Comparable, Se
         lhs.base.utf8.lexicographicallyPrecedes(rhs.base.utf8)
     }
 
+    /// Hashes the bytes with one `combine(bytes:)` on every path: equal keys must hash alike whether or not
+    /// their storage is contiguous, and feeding the same bytes one by one is not documented to give the same hash.
     @inlinable
     public func hash(into hasher: inout Hasher) {
         let hashed: Void? = base.utf8.withContiguousStorageIfAvailable { bytes in
             hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
         }
         if hashed == nil {
-            for byte in base.utf8 { hasher.combine(byte) }
+            Array(base.utf8).withUnsafeBytes { hasher.combine(bytes: $0) }
         }
     }
 
