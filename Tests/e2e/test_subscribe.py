@@ -194,3 +194,30 @@ def test_retained_messages_are_keyed_by_bytes_not_unicode_equivalence(broker, ra
     got = sub.next_publish()
     assert (got.topic, got.payload, got.retain) == (f"{base}/{CAFE_COMPOSED}", b"composed", True)
     sub.expect_nothing(0.5)
+
+
+def test_a_topic_published_to_many_times_follows_later_subscription_changes(broker, raw_factory):
+    # Routing must reflect the current subscriptions however often a topic was routed before (our broker caches
+    # the route of a topic published to repeatedly and must drop it when a subscription changes).
+    first, second, pub = raw_factory(broker), raw_factory(broker), raw_factory(broker)
+    first.connect_ok("route-first")
+    second.connect_ok("route-second")
+    pub.connect_ok("route-pub")
+    base = unique()
+    topic = f"{base}/room"
+    assert first.subscribe([(topic, 0)]) == [0]
+    for i in range(100):
+        pub.send(raw.publish(topic, b"warm-%d" % i))
+    for i in range(100):
+        assert first.next_publish().payload == b"warm-%d" % i
+    # A second subscriber through a wildcard: the next message reaches both.
+    assert second.subscribe([(f"{base}/+", 0)]) == [0]
+    pub.send(raw.publish(topic, b"after-join"))
+    assert first.next_publish().payload == b"after-join"
+    assert second.next_publish().payload == b"after-join"
+    # The first leaves: only the second receives.
+    first.send(raw.unsubscribe(9, [topic]))
+    assert first.expect(raw.UNSUBACK).pid == 9
+    pub.send(raw.publish(topic, b"after-leave"))
+    assert second.next_publish().payload == b"after-leave"
+    first.expect_nothing(0.5)

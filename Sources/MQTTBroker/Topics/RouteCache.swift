@@ -42,11 +42,13 @@ struct RouteCache<Subscriber: Hashable> {
         return routes[UTF8Key(topic)]
     }
 
+    /// Whether ``store(_:for:)`` would keep a new topic now (warm and not full): the caller only gathers the
+    /// matches into an array then.
+    var acceptsNewRoutes: Bool { routesSinceClear >= warmUpRoutes && routes.count < capacity }
+
     /// Stores what the trie matched for `topic`, if the cache is warm and has room.
     mutating func store(_ matches: [Match], for topic: String) {
-        guard routesSinceClear >= warmUpRoutes, routes.count < capacity,
-            heldMatches + matches.count <= maximumMatches
-        else { return }
+        guard acceptsNewRoutes, heldMatches + matches.count <= maximumMatches else { return }
         routes[UTF8Key(topic)] = matches
         heldMatches += matches.count
     }

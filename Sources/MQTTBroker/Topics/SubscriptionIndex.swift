@@ -64,15 +64,6 @@ final class SubscriptionIndex<Subscriber: Hashable> {
             }
             return
         }
-        let matches = matchesInTrie(topic: topic)
-        routeCache.store(matches, for: topic)
-        for match in matches {
-            body(match.subscriber, match.qos)
-        }
-    }
-
-    /// The subscribers whose filters match `topic`, each once at its highest QoS, found by walking the trie.
-    private func matchesInTrie(topic: String) -> [RouteCache<Subscriber>.Match] {
         var nodes = scratchNodes
         scratchNodes = []
         defer {
@@ -80,15 +71,33 @@ final class SubscriptionIndex<Subscriber: Hashable> {
             scratchNodes = nodes
         }
         let wildcardsAllowed = !MQTTTopic.startsWithDollar(topic)
-        var topic = topic  // `withUTF8` may make a non-contiguous string contiguous
-        topic.withUTF8 { bytes in
+        var topicBytes = topic  // `withUTF8` may make a non-contiguous string contiguous
+        topicBytes.withUTF8 { bytes in
             Self.collect(root, topic: UnsafeRawBufferPointer(bytes), levelStart: 0, wildcardsAllowed: wildcardsAllowed, into: &nodes)
         }
+        // The matches are gathered into an array only when the cache would keep it: a cold or full cache costs the
+        // routing nothing beyond its failed lookup.
+        guard routeCache.acceptsNewRoutes else {
+            Self.visit(nodes, body)
+            return
+        }
+        var matches: [RouteCache<Subscriber>.Match] = []
+        Self.visit(nodes) { matches.append(RouteCache.Match(subscriber: $0, qos: $1)) }
+        routeCache.store(matches, for: topic)
+        for match in matches {
+            body(match.subscriber, match.qos)
+        }
+    }
+
+    /// Calls `body` once per subscriber of the matched `nodes`, at its highest QoS among them.
+    private static func visit(_ nodes: [Node], _ body: (Subscriber, QoS) -> Void) {
         switch nodes.count {
         case 0:
-            return []
+            return
         case 1:
-            return nodes[0].subscribers.map { RouteCache.Match(subscriber: $0.key, qos: $0.value) }
+            for (subscriber, qos) in nodes[0].subscribers {
+                body(subscriber, qos)
+            }
         default:
             var merged: [Subscriber: QoS] = [:]
             for node in nodes {
@@ -97,7 +106,9 @@ final class SubscriptionIndex<Subscriber: Hashable> {
                     merged[subscriber] = qos
                 }
             }
-            return merged.map { RouteCache.Match(subscriber: $0.key, qos: $0.value) }
+            for (subscriber, qos) in merged {
+                body(subscriber, qos)
+            }
         }
     }
 

@@ -308,12 +308,19 @@ struct RouteCacheTests {
 
     @Test("the cache holds at most its capacity and match budget; topics beyond them still route")
     func bounded() {
+        var warming = RouteCache<String>(capacity: 2, maximumMatches: 3, warmUpRoutes: 2)
+        #expect(!warming.acceptsNewRoutes)
+        _ = warming.lookup("t1")
+        _ = warming.lookup("t1")
+        #expect(warming.acceptsNewRoutes)
+
         var cache = RouteCache<String>(capacity: 2, maximumMatches: 3, warmUpRoutes: 0)
         let one = [RouteCache<String>.Match(subscriber: "s", qos: .atMostOnce)]
         _ = cache.lookup("t1")
         cache.store(one, for: "t1")
         cache.store(one + one + one, for: "t2")  // 1 + 3 > 3 pairs: not stored
         cache.store(one, for: "t3")
+        #expect(!cache.acceptsNewRoutes)
         cache.store(one, for: "t4")  // 2 topics held: not stored
         #expect(cache.count == 2)
         #expect(cache.lookup("t1")?.count == 1)
