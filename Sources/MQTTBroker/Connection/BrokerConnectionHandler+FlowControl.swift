@@ -34,8 +34,9 @@ extension BrokerConnectionHandler {
                 metadata: ["pendingBytes": "\(outputGate.pendingBytes)"])
             slowConsumerTimer?.cancel()
             slowConsumerTimer = closeAt.map { deadline in
-                core.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [weak self] in
-                    guard let self else { return }
+                // Strong captures here and below: `close` cancels this timer, and a weak reference would give the
+                // handler a side table, which sends every later retain and release of it down the slow path.
+                core.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
                     self.slowConsumerTimer = nil
                     if self.outputGate.timerFired(now: self.core.eventLoop.now) {
                         self.closeSlowConsumer()
@@ -52,8 +53,8 @@ extension BrokerConnectionHandler {
             }
         case .close:
             // Not from inside the write that crossed the hard bound: the caller may be iterating sessions.
-            core.eventLoop.assumeIsolated().execute { [weak self] in
-                self?.closeSlowConsumer()
+            core.eventLoop.assumeIsolated().execute { [self] in
+                self.closeSlowConsumer()
             }
         }
     }
@@ -83,8 +84,8 @@ extension BrokerConnectionHandler {
     func resumeReadingByCore() {
         guard isReadingPausedByCore else { return }
         isReadingPausedByCore = false
-        core.eventLoop.assumeIsolated().execute { [weak self] in
-            guard let self, self.isOpen, !self.isReadingPausedByCore else { return }
+        core.eventLoop.assumeIsolated().execute { [self] in  // strong: see the slow-consumer timer above
+            guard self.isOpen, !self.isReadingPausedByCore else { return }
             self.decodeAvailablePackets()
             self.core.flushDirty()
             if !self.isReadingPausedByCore {
