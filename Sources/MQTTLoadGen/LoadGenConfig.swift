@@ -52,7 +52,8 @@ public struct LoadGenConfig: Sendable, Hashable {
     public var connections: Int = 100
     /// Idle mode: connections being opened at the same time.
     public var connectConcurrency: Int = 64
-    /// Idle mode: broker process whose VmRSS is read before and after.
+    /// Broker process to observe: idle mode reads its VmRSS before and after; publish/subscribe runs read its CPU
+    /// time and system calls around publishing and draining (``LoadGenResult/brokerUsage``).
     public var brokerPID: Int32?
     /// Keepalive announced in CONNECT; the generator sends PINGREQ every half interval.
     public var keepAliveSeconds: UInt16 = 60

@@ -18,6 +18,8 @@ public enum LoadGenError: Error, Sendable, Hashable, CustomStringConvertible {
     case timedOut(phase: String, seconds: Double)
     /// `/proc/PID/status` could not be read or has no VmRSS line.
     case brokerMemoryUnreadable(pid: Int32)
+    /// `/proc/PID/stat` could not be read or parsed (the broker's CPU time).
+    case brokerUsageUnreadable(pid: Int32)
 
     public var description: String {
         switch self {
@@ -30,6 +32,7 @@ public enum LoadGenError: Error, Sendable, Hashable, CustomStringConvertible {
         case .closedDuringHandshake: return "broker closed the connection during the MQTT handshake"
         case .timedOut(let phase, let seconds): return "\(phase) did not finish within \(seconds) s"
         case .brokerMemoryUnreadable(let pid): return "cannot read VmRSS from /proc/\(pid)/status"
+        case .brokerUsageUnreadable(let pid): return "cannot read CPU times from /proc/\(pid)/stat"
         }
     }
 }

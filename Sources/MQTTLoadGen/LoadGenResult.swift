@@ -18,6 +18,27 @@ public struct LoadGenResult: Sendable, Hashable, Codable {
         public var brokerBytesPerConnection: Double?
     }
 
+    /// What the broker process spent on a publish/subscribe run (``LoadGenConfig/brokerPID`` set): from just
+    /// before the publishers start to the end of the drain.
+    public struct BrokerUsage: Sendable, Hashable, Codable {
+        /// Seconds between the two samples.
+        public var wallSeconds: Double
+        /// Broker CPU seconds in user mode.
+        public var userSeconds: Double
+        /// Broker CPU seconds in the kernel (system calls, and on loopback the TCP receive path of what it sends).
+        public var systemSeconds: Double
+        /// `read`-family system calls; nil when `/proc/PID/io` was not readable.
+        public var readSyscalls: Int?
+        /// `write`-family system calls; nil when `/proc/PID/io` was not readable.
+        public var writeSyscalls: Int?
+        /// CPU seconds / wall seconds: 1 is one core kept busy.
+        public var busyFraction: Double
+        /// Broker CPU time (user + system) per delivered message, microseconds.
+        public var cpuMicrosPerDelivery: Double?
+        /// Read and write system calls per delivered message.
+        public var syscallsPerDelivery: Double?
+    }
+
     /// Scenario that ran.
     public var scenario: LoadScenario
     /// QoS used.
@@ -58,6 +79,8 @@ public struct LoadGenResult: Sendable, Hashable, Codable {
     public var latency: LatencySummary?
     /// Idle-mode figures.
     public var idle: Idle?
+    /// The broker's CPU time and system calls during a publish/subscribe run, when its process id was given.
+    public var brokerUsage: BrokerUsage?
     /// True when publishers or the drain phase hit their time limit (missing messages are then counted as lost).
     public var timedOut: Bool
 
@@ -81,6 +104,13 @@ public struct LoadGenResult: Sendable, Hashable, Codable {
         if let latency {
             line += " lat_us p50=\(format(latency.p50Micros, 0)) p90=\(format(latency.p90Micros, 0)) p99=\(format(latency.p99Micros, 0)) p99.9=\(format(latency.p999Micros, 0))"
                 + " max=\(format(latency.maxMicros, 0))"
+        }
+        if let usage = brokerUsage {
+            line += " broker_cpu=\(format(usage.busyFraction * 100, 0))%"
+            if let perDelivery = usage.cpuMicrosPerDelivery {
+                line += " cpu_us/msg=\(format(perDelivery, 2)) (usr \(format(usage.userSeconds, 2))s sys \(format(usage.systemSeconds, 2))s)"
+            }
+            if let syscalls = usage.syscallsPerDelivery { line += " syscalls/msg=\(format(syscalls, 3))" }
         }
         if timedOut { line += " TIMEOUT" }
         return line

@@ -180,7 +180,9 @@ private struct RunSession {
             channels += publishers.map(\.0)
             try await waitReady(publisherReady, phase: "connecting publishers")
 
-            // Publish.
+            // Publish (the broker's CPU time and system calls are sampled around publishing and draining).
+            let usageBefore = try config.brokerPID.map { pid throws(LoadGenError) in try ProcessUsageSample.read(pid: pid) }
+            let usageStart = NIODeadline.now()
             let sendDeadline = config.duration.map { NIODeadline.now() + .nanoseconds(Int64($0 * 1e9)) }
             for (_, handler) in publishers {
                 handler.eventLoop.execute { handler.value.start(deadline: sendDeadline) }
@@ -208,15 +210,22 @@ private struct RunSession {
             }
             let drainedAll = try await FutureWaiting.allSucceed(
                 subscriberDrained, timeout: .nanoseconds(Int64(config.drainTimeout * 1e9)), on: loop)
+            let usageAfter = try config.brokerPID.map { pid throws(LoadGenError) in try ProcessUsageSample.read(pid: pid) }
+            let usageSeconds = Double((NIODeadline.now() - usageStart).nanoseconds) / 1e9
             var subscriberSnapshots: [SubscriberSnapshot] = []
             for (_, handler) in subscribers {
                 let future = handler.eventLoop.submit { handler.value.snapshot() }
                 subscriberSnapshots.append(try await FutureWaiting.value(of: future))
             }
             await closeAll(channels)
-            return summarize(
+            var result = summarize(
                 publishers: publisherSnapshots, subscribers: subscriberSnapshots, expectations: expectations,
                 timedOut: !publishersFinished || !drainedAll)
+            if let usageBefore, let usageAfter {
+                result.brokerUsage = LoadGenResult.BrokerUsage(
+                    from: usageBefore, to: usageAfter, wallSeconds: usageSeconds, delivered: result.delivered)
+            }
+            return result
         } catch {
             await closeAll(channels)
             throw error

@@ -34,7 +34,9 @@ struct BenchCommand: AsyncParsableCommand {
     var pacing: PacingArgument = .interleaved
     @Option(help: "Unacknowledged QoS 1/2 messages per publisher (keep <= the broker's inflight limit).") var inflight = 20
     @Option(help: "Idle mode: connections to open.") var connections = 100
-    @Option(name: .customLong("broker-pid"), help: "Idle mode: broker process whose VmRSS is read.")
+    @Option(
+        name: .customLong("broker-pid"),
+        help: "Broker process to observe: its VmRSS (idle mode), or its CPU time and system calls per message.")
     var brokerPID: Int32?
     @Option(help: "Keepalive in seconds announced in CONNECT.") var keepalive: UInt16 = 60
     @Option(help: "Longest publishing phase in seconds (after --duration, if any).") var timeout = 60.0

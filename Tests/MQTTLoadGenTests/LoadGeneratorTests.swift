@@ -80,6 +80,28 @@ struct LoadGeneratorTests {
         #expect(result.publishSeconds >= 0.25)
     }
 
+    @Test("with the broker's pid a run reports the broker's CPU time and system calls per message")
+    func brokerUsage() async throws {
+        let result = try await MosquittoFixture.with { broker in
+            var config = LoadGenConfig(scenario: .pairs, qos: .exactlyOnce)
+            config.port = broker.port
+            config.publishers = 2
+            config.subscribers = 2
+            config.messagesPerPublisher = 500
+            config.brokerPID = broker.processIdentifier
+            return try await LoadGenerator.run(config)
+        }
+        let usage = try #require(result.brokerUsage)
+        #expect(result.delivered == 1_000)
+        #expect(usage.wallSeconds > 0)
+        #expect(usage.cpuMicrosPerDelivery != nil)
+        // At QoS 2 mosquitto reads and writes at least once for every few of the 4 packets each way per message.
+        #expect((usage.readSyscalls ?? 0) >= 500)
+        #expect((usage.writeSyscalls ?? 0) >= 500)
+        let perMessage = try #require(usage.syscallsPerDelivery)
+        #expect(perMessage >= 1 && perMessage < 100)
+    }
+
     @Test("idle mode opens 50 connections and reads the broker's memory")
     func idleConnections() async throws {
         let result = try await MosquittoFixture.with { broker in
