@@ -11,7 +11,8 @@
 # messages every 2 ms), and an idle-connections run (19,000 connections, 2,000 with
 # --quick, on a freshly started broker: connect rate and broker memory per connection; the same run against
 # NIOFloorServer, a bare SwiftNIO server with no MQTT state, gives the memory floor of one NIO channel per
-# connection). Brokers are run alternately for every run of every repetition. When our broker cannot be built
+# connection). Every run also reports the broker's CPU time and read/write system calls per delivered message.
+# Brokers are run alternately for every run of every repetition. When our broker cannot be built
 # or started, its column says n/a and the mosquitto side still runs.
 # Bounded: every run has a timeout; every broker started is stopped on exit.
 set -euo pipefail
@@ -168,8 +169,8 @@ RUNS+=("latency-5k-burst|--scenario pairs --publishers 10 --subscribers 10 --qos
 RESULTS="$TMP/results.tsv"
 : > "$RESULTS"
 run_one() {  # $1 = broker name, $2 = port, $3 = pid, $4 = run name, $5 = args
-  local extra=""
-  [ "$4" = idle ] && extra="--broker-pid $3"
+  # With the broker's pid the generator reads its memory (idle) or its CPU time and system calls (the others).
+  local extra="--broker-pid $3"
   local out
   # shellcheck disable=SC2086
   if out="$(timeout "$RUN_TIMEOUT" "${LOAD_PIN[@]}" "$BIN" bench --port "$2" --inflight "$INFLIGHT" $5 $extra \
@@ -267,16 +268,22 @@ def metric(name, results):
         lat = [r["latency"] for r in ok if r.get("latency")]
         value = median([l["p50Micros"] for l in lat])
         extra = median([l["p99Micros"] for l in lat])
+    usage = [r.get("brokerUsage") or {} for r in ok]
+    generator = [r.get("generatorUsage") or {} for r in ok]
     return {
         "value": value, "extra": extra,
+        "cpu": median([u.get("cpuMicrosPerDelivery") for u in usage]),
+        "busy": median([u.get("busyFraction") for u in usage]),
+        "calls": median([u.get("syscallsPerDelivery") for u in usage]),
+        "generator": median([g.get("busyFraction") for g in generator]),
         "lost": sum(r["lost"] for r in ok), "dup": sum(r["duplicates"] for r in ok),
         "n": len(ok), "failed": len(results) - len(ok),
     }
 
-def fmt(v, unit=""):
+def fmt(v, unit="", decimals=0):
     if v is None:
         return "n/a"
-    return f"{v:,.0f}{unit}"
+    return f"{v:,.{decimals}f}{unit}"
 
 header = f"{'run':<16} {'metric':<22} {'ours':>14} {'mosquitto':>14} {'ratio':>7}  {'lost o/m':>12} {'dup o/m':>9}"
 print(header)
@@ -306,11 +313,21 @@ for name, by in rows.items():
     if extra_label:
         print(f"{'':<16} {extra_label:<22} {fmt(val(o,'extra')):>14} {fmt(val(m,'extra')):>14} "
               f"{ratio(val(o,'extra'), val(m,'extra')):>7}")
+    if name != "idle" and (val(o, "cpu") is not None or val(m, "cpu") is not None):
+        def percents(key):
+            return "/".join("n/a" if val(x, key) is None else f"{val(x, key) * 100:.0f}%" for x in (o, m))
+        print(f"{'':<16} {'broker CPU us/msg':<22} {fmt(val(o,'cpu'), decimals=2):>14} {fmt(val(m,'cpu'), decimals=2):>14} "
+              f"{ratio(val(o,'cpu'), val(m,'cpu')):>7}  busy {percents('busy')}, generator {percents('generator')}")
+        print(f"{'':<16} {'read+write calls/msg':<22} {fmt(val(o,'calls'), decimals=3):>14} "
+              f"{fmt(val(m,'calls'), decimals=3):>14} {ratio(val(o,'calls'), val(m,'calls')):>7}")
 floor = metric("idle", rows["idle"]["nio-floor"]) if "idle" in rows else None
 if floor and floor["extra"] is not None:
     print(f"{'idle floor':<16} {'NIO bytes/conn':<22} {fmt(floor['extra']):>14}   (NIOFloorServer: one NIO channel per "
           "connection and no MQTT state)")
 print()
-print("ratio = ours / mosquitto (throughput and connects/s: higher is better; latency and memory: lower is better).")
+print("ratio = ours / mosquitto (throughput and connects/s: higher is better; latency, memory, CPU and calls: lower")
+print("is better). Broker CPU and read/write system calls are per delivered message, from /proc/PID/stat and")
+print("/proc/PID/io between the start of publishing and the end of the drain; busy = CPU time / wall time of the")
+print("broker, and of the load generator (one core): a broker below 100% busy waits on round trips or on the generator.")
 print("lost/dup are totals over all repetitions; QoS 0 loss under overload is allowed by MQTT.")
 PY

@@ -18,14 +18,14 @@ public struct LoadGenResult: Sendable, Hashable, Codable {
         public var brokerBytesPerConnection: Double?
     }
 
-    /// What the broker process spent on a publish/subscribe run (``LoadGenConfig/brokerPID`` set): from just
-    /// before the publishers start to the end of the drain.
-    public struct BrokerUsage: Sendable, Hashable, Codable {
+    /// What a process (the broker, or the generator itself) spent on a publish/subscribe run: from just before
+    /// the publishers start to the end of the drain.
+    public struct ProcessUsage: Sendable, Hashable, Codable {
         /// Seconds between the two samples.
         public var wallSeconds: Double
-        /// Broker CPU seconds in user mode.
+        /// CPU seconds in user mode.
         public var userSeconds: Double
-        /// Broker CPU seconds in the kernel (system calls, and on loopback the TCP receive path of what it sends).
+        /// CPU seconds in the kernel (system calls, and on loopback the TCP receive path of what it sends).
         public var systemSeconds: Double
         /// `read`-family system calls; nil when `/proc/PID/io` was not readable.
         public var readSyscalls: Int?
@@ -33,7 +33,7 @@ public struct LoadGenResult: Sendable, Hashable, Codable {
         public var writeSyscalls: Int?
         /// CPU seconds / wall seconds: 1 is one core kept busy.
         public var busyFraction: Double
-        /// Broker CPU time (user + system) per delivered message, microseconds.
+        /// CPU time (user + system) per delivered message, microseconds.
         public var cpuMicrosPerDelivery: Double?
         /// Read and write system calls per delivered message.
         public var syscallsPerDelivery: Double?
@@ -80,7 +80,10 @@ public struct LoadGenResult: Sendable, Hashable, Codable {
     /// Idle-mode figures.
     public var idle: Idle?
     /// The broker's CPU time and system calls during a publish/subscribe run, when its process id was given.
-    public var brokerUsage: BrokerUsage?
+    public var brokerUsage: ProcessUsage?
+    /// The generator's own CPU time and system calls during a publish/subscribe run. A generator near 100% busy
+    /// (of its threads' cores) bounds the throughput it can measure: the broker's figure is then a lower bound.
+    public var generatorUsage: ProcessUsage?
     /// True when publishers or the drain phase hit their time limit (missing messages are then counted as lost).
     public var timedOut: Bool
 
@@ -112,6 +115,7 @@ public struct LoadGenResult: Sendable, Hashable, Codable {
             }
             if let syscalls = usage.syscallsPerDelivery { line += " syscalls/msg=\(format(syscalls, 3))" }
         }
+        if let usage = generatorUsage { line += " generator_cpu=\(format(usage.busyFraction * 100, 0))%" }
         if timedOut { line += " TIMEOUT" }
         return line
     }

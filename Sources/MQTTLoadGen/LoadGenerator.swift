@@ -2,6 +2,10 @@ import MQTTCore
 import NIOCore
 import NIOPosix
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Runs one load generator scenario against a broker over real TCP connections.
 ///
 /// Never hangs: connecting is bounded by ``LoadGenConfig/connectTimeout``, publishing by
@@ -182,6 +186,7 @@ private struct RunSession {
 
             // Publish (the broker's CPU time and system calls are sampled around publishing and draining).
             let usageBefore = try config.brokerPID.map { pid throws(LoadGenError) in try ProcessUsageSample.read(pid: pid) }
+            let generatorBefore = try? ProcessUsageSample.read(pid: getpid())
             let usageStart = NIODeadline.now()
             let sendDeadline = config.duration.map { NIODeadline.now() + .nanoseconds(Int64($0 * 1e9)) }
             for (_, handler) in publishers {
@@ -211,6 +216,7 @@ private struct RunSession {
             let drainedAll = try await FutureWaiting.allSucceed(
                 subscriberDrained, timeout: .nanoseconds(Int64(config.drainTimeout * 1e9)), on: loop)
             let usageAfter = try config.brokerPID.map { pid throws(LoadGenError) in try ProcessUsageSample.read(pid: pid) }
+            let generatorAfter = try? ProcessUsageSample.read(pid: getpid())
             let usageSeconds = Double((NIODeadline.now() - usageStart).nanoseconds) / 1e9
             var subscriberSnapshots: [SubscriberSnapshot] = []
             for (_, handler) in subscribers {
@@ -222,8 +228,12 @@ private struct RunSession {
                 publishers: publisherSnapshots, subscribers: subscriberSnapshots, expectations: expectations,
                 timedOut: !publishersFinished || !drainedAll)
             if let usageBefore, let usageAfter {
-                result.brokerUsage = LoadGenResult.BrokerUsage(
+                result.brokerUsage = LoadGenResult.ProcessUsage(
                     from: usageBefore, to: usageAfter, wallSeconds: usageSeconds, delivered: result.delivered)
+            }
+            if let generatorBefore, let generatorAfter {
+                result.generatorUsage = LoadGenResult.ProcessUsage(
+                    from: generatorBefore, to: generatorAfter, wallSeconds: usageSeconds, delivered: result.delivered)
             }
             return result
         } catch {

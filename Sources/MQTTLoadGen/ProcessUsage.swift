@@ -75,7 +75,7 @@ public struct ProcessUsageSample: Sendable, Hashable {
     }
 }
 
-extension LoadGenResult.BrokerUsage {
+extension LoadGenResult.ProcessUsage {
     /// What the broker spent between `before` and `after`, `wallSeconds` apart, while `delivered` messages reached
     /// the subscribers.
     public init(from before: ProcessUsageSample, to after: ProcessUsageSample, wallSeconds: Double, delivered: Int) {

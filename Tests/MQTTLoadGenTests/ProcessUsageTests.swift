@@ -37,7 +37,7 @@ struct ProcessUsageTests {
     func usageOverRun() {
         let before = ProcessUsageSample(userSeconds: 1.0, systemSeconds: 0.5, readSyscalls: 100, writeSyscalls: 200)
         let after = ProcessUsageSample(userSeconds: 2.0, systemSeconds: 1.0, readSyscalls: 300, writeSyscalls: 600)
-        let usage = LoadGenResult.BrokerUsage(from: before, to: after, wallSeconds: 2, delivered: 1_000)
+        let usage = LoadGenResult.ProcessUsage(from: before, to: after, wallSeconds: 2, delivered: 1_000)
         #expect(usage.userSeconds == 1.0)
         #expect(usage.systemSeconds == 0.5)
         #expect(usage.busyFraction == 0.75)
@@ -51,10 +51,10 @@ struct ProcessUsageTests {
     func noPerMessageFigure() {
         let before = ProcessUsageSample(userSeconds: 1.0, systemSeconds: 0.5, readSyscalls: nil, writeSyscalls: nil)
         let after = ProcessUsageSample(userSeconds: 1.5, systemSeconds: 0.5, readSyscalls: nil, writeSyscalls: nil)
-        let idle = LoadGenResult.BrokerUsage(from: before, to: after, wallSeconds: 1, delivered: 0)
+        let idle = LoadGenResult.ProcessUsage(from: before, to: after, wallSeconds: 1, delivered: 0)
         #expect(idle.cpuMicrosPerDelivery == nil)
         #expect(idle.syscallsPerDelivery == nil)
-        let unknownCalls = LoadGenResult.BrokerUsage(from: before, to: after, wallSeconds: 1, delivered: 10)
+        let unknownCalls = LoadGenResult.ProcessUsage(from: before, to: after, wallSeconds: 1, delivered: 10)
         #expect(unknownCalls.cpuMicrosPerDelivery == 50_000)
         #expect(unknownCalls.syscallsPerDelivery == nil)
     }
