@@ -111,7 +111,8 @@ public struct LoadGenResult: Sendable, Hashable, Codable {
         if let usage = brokerUsage {
             line += " broker_cpu=\(format(usage.busyFraction * 100, 0))%"
             if let perDelivery = usage.cpuMicrosPerDelivery {
-                line += " cpu_us/msg=\(format(perDelivery, 2)) (usr \(format(usage.userSeconds, 2))s sys \(format(usage.systemSeconds, 2))s)"
+                line += " cpu_us/msg=\(format(perDelivery, 2))"
+                    + " (usr \(format(usage.userSeconds, 2))s sys \(format(usage.systemSeconds, 2))s)"
             }
             if let syscalls = usage.syscallsPerDelivery { line += " syscalls/msg=\(format(syscalls, 3))" }
         }

@@ -185,7 +185,7 @@ private struct RunSession {
             try await waitReady(publisherReady, phase: "connecting publishers")
 
             // Publish (the broker's CPU time and system calls are sampled around publishing and draining).
-            let usageBefore = try config.brokerPID.map { pid throws(LoadGenError) in try ProcessUsageSample.read(pid: pid) }
+            let usageBefore = try sampleBroker()
             let generatorBefore = try? ProcessUsageSample.read(pid: getpid())
             let usageStart = NIODeadline.now()
             let sendDeadline = config.duration.map { NIODeadline.now() + .nanoseconds(Int64($0 * 1e9)) }
@@ -215,7 +215,7 @@ private struct RunSession {
             }
             let drainedAll = try await FutureWaiting.allSucceed(
                 subscriberDrained, timeout: .nanoseconds(Int64(config.drainTimeout * 1e9)), on: loop)
-            let usageAfter = try config.brokerPID.map { pid throws(LoadGenError) in try ProcessUsageSample.read(pid: pid) }
+            let usageAfter = try sampleBroker()
             let generatorAfter = try? ProcessUsageSample.read(pid: getpid())
             let usageSeconds = Double((NIODeadline.now() - usageStart).nanoseconds) / 1e9
             var subscriberSnapshots: [SubscriberSnapshot] = []
@@ -240,6 +240,12 @@ private struct RunSession {
             await closeAll(channels)
             throw error
         }
+    }
+
+    /// The broker's CPU time and system calls now, when its process id was given.
+    private func sampleBroker() throws(LoadGenError) -> ProcessUsageSample? {
+        guard let pid = config.brokerPID else { return nil }
+        return try ProcessUsageSample.read(pid: pid)
     }
 
     private func summarize(

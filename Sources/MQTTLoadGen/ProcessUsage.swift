@@ -87,11 +87,13 @@ extension LoadGenResult.ProcessUsage {
         }
         let reads = difference(before.readSyscalls, after.readSyscalls)
         let writes = difference(before.writeSyscalls, after.writeSyscalls)
+        var syscallsPerDelivery: Double?
+        if let reads, let writes, delivered > 0 { syscallsPerDelivery = Double(reads + writes) / Double(delivered) }
         self.init(
             wallSeconds: wallSeconds, userSeconds: user, systemSeconds: system, readSyscalls: reads,
             writeSyscalls: writes,
             busyFraction: wallSeconds > 0 ? (user + system) / wallSeconds : 0,
             cpuMicrosPerDelivery: delivered > 0 ? (user + system) * 1e6 / Double(delivered) : nil,
-            syscallsPerDelivery: delivered > 0 ? reads.flatMap { r in writes.map { w in Double(r + w) / Double(delivered) } } : nil)
+            syscallsPerDelivery: syscallsPerDelivery)
     }
 }

@@ -6,15 +6,25 @@ import Testing
 /// Runs the generator against a real mosquitto started per test.
 @Suite("Load generator against mosquitto", .timeLimit(.minutes(1)))
 struct LoadGeneratorTests {
+    /// Runs `config`, adjusted by `configure`, against a mosquitto started for it (port already set).
+    private func runAgainstMosquitto(
+        _ config: LoadGenConfig, _ configure: (inout LoadGenConfig, RunningBroker) -> Void = { _, _ in }
+    ) async throws -> LoadGenResult {
+        try await MosquittoFixture.with { broker in
+            var config = config
+            config.port = broker.port
+            configure(&config, broker)
+            return try await LoadGenerator.run(config)
+        }
+    }
+
     static let cases: [(LoadScenario, QoS)] = [LoadScenario.fanout, .fanin, .pairs].flatMap { scenario in
         QoS.allCases.map { (scenario, $0) }
     }
 
     @Test("every message is delivered exactly once", arguments: cases)
     func deliversEverything(scenario: LoadScenario, qos: QoS) async throws {
-        let result = try await MosquittoFixture.with { broker in
-            var config = LoadGenConfig(scenario: scenario, qos: qos)
-            config.port = broker.port
+        let result = try await runAgainstMosquitto(LoadGenConfig(scenario: scenario, qos: qos)) { config, _ in
             (config.publishers, config.subscribers) =
                 switch scenario {
                 case .fanout: (1, 3)
@@ -24,7 +34,6 @@ struct LoadGeneratorTests {
             config.messagesPerPublisher = 300
             config.inflight = 20
             config.publishTimeout = 15
-            return try await LoadGenerator.run(config)
         }
         let perMessage = scenario == .pairs ? 1 : (scenario == .fanout ? 3 : 1)
         #expect(result.published == 900 / (scenario == .fanout ? 3 : 1))
@@ -42,15 +51,12 @@ struct LoadGeneratorTests {
         "fixed-rate mode reports ordered latency percentiles for every delivered message",
         arguments: LoadGenConfig.Pacing.allCases)
     func latency(pacing: LoadGenConfig.Pacing) async throws {
-        let result = try await MosquittoFixture.with { broker in
-            var config = LoadGenConfig(scenario: .fanout, qos: .atLeastOnce)
-            config.port = broker.port
+        let result = try await runAgainstMosquitto(LoadGenConfig(scenario: .fanout, qos: .atLeastOnce)) { config, _ in
             config.publishers = 2
             config.subscribers = 2
             config.messagesPerPublisher = 100
             config.rate = 2_000
             config.pacing = pacing
-            return try await LoadGenerator.run(config)
         }
         let latency = try #require(result.latency)
         #expect(result.pacing == pacing)
@@ -66,13 +72,10 @@ struct LoadGeneratorTests {
 
     @Test("duration mode publishes until the deadline and still loses nothing at QoS 2")
     func durationMode() async throws {
-        let result = try await MosquittoFixture.with { broker in
-            var config = LoadGenConfig(scenario: .pairs, qos: .exactlyOnce)
-            config.port = broker.port
+        let result = try await runAgainstMosquitto(LoadGenConfig(scenario: .pairs, qos: .exactlyOnce)) { config, _ in
             config.publishers = 2
             config.subscribers = 2
             config.duration = 0.3
-            return try await LoadGenerator.run(config)
         }
         #expect(result.published > 0)
         #expect(result.delivered == result.published)
@@ -82,14 +85,12 @@ struct LoadGeneratorTests {
 
     @Test("with the broker's pid a run reports the broker's CPU time and system calls per message")
     func brokerUsage() async throws {
-        let result = try await MosquittoFixture.with { broker in
-            var config = LoadGenConfig(scenario: .pairs, qos: .exactlyOnce)
-            config.port = broker.port
+        let config = LoadGenConfig(scenario: .pairs, qos: .exactlyOnce)
+        let result = try await runAgainstMosquitto(config) { config, broker in
             config.publishers = 2
             config.subscribers = 2
             config.messagesPerPublisher = 500
             config.brokerPID = broker.processIdentifier
-            return try await LoadGenerator.run(config)
         }
         let usage = try #require(result.brokerUsage)
         #expect(result.delivered == 1_000)
@@ -107,13 +108,10 @@ struct LoadGeneratorTests {
 
     @Test("idle mode opens 50 connections and reads the broker's memory")
     func idleConnections() async throws {
-        let result = try await MosquittoFixture.with { broker in
-            var config = LoadGenConfig(scenario: .idle)
-            config.port = broker.port
+        let result = try await runAgainstMosquitto(LoadGenConfig(scenario: .idle)) { config, broker in
             config.connections = 50
             config.connectConcurrency = 16
             config.brokerPID = broker.processIdentifier
-            return try await LoadGenerator.run(config)
         }
         let idle = try #require(result.idle)
         #expect(idle.connections == 50)
