@@ -183,6 +183,29 @@ run_one() {  # $1 = broker name, $2 = port, $3 = pid, $4 = run name, $5 = args
   fi
 }
 
+# Both brokers share core 0, so a broker still working off the previous run would take the core from the next one:
+# mosquitto keeps reading a fan-in's unread backlog for seconds after its clients have closed (about 3 s after
+# fan-in QoS 0), which halved our next run. Before every run, wait until both have been idle for 0.4 s.
+cpu_ticks() {  # $1 = pid: utime + stime in clock ticks (the fields after the command name, which ends with ") ")
+  sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{ print $12 + $13 }'
+}
+wait_quiet() {  # $@ = pids; bounded: at most 30 s
+  local quiet=0 before after pid waited=0
+  for _ in $(seq 1 150); do
+    before=0; after=0
+    for pid in "$@"; do before=$((before + $(cpu_ticks "$pid" || echo 0))); done
+    sleep 0.2
+    for pid in "$@"; do after=$((after + $(cpu_ticks "$pid" || echo 0))); done
+    if [ $((after - before)) -le 1 ]; then quiet=$((quiet + 1)); else quiet=0; fi
+    [ "$quiet" -ge 2 ] && { [ "$waited" -gt 2 ] && echo "  (waited $((waited * 2 / 10)).$((waited * 2 % 10)) s for the brokers to go idle)" >&2; return 0; }
+    waited=$((waited + 1))
+  done
+  echo "  (the brokers were still busy after 30 s; running anyway)" >&2
+}
+BUSY_PIDS=()
+[ "$OURS_OK" = 1 ] && BUSY_PIDS+=("$OURS_PID")
+[ "$MOSQ_OK" = 1 ] && BUSY_PIDS+=("$MOSQ_PID")
+
 echo "bench-broker: $PINNING" >&2
 for rep in $(seq 1 "$REPEAT"); do
   for entry in "${RUNS[@]}"; do
@@ -191,6 +214,7 @@ for rep in $(seq 1 "$REPEAT"); do
     # Alternate which broker goes first from one repetition to the next.
     if [ $((rep % 2)) = 1 ]; then order="ours mosquitto"; else order="mosquitto ours"; fi
     for broker in $order; do
+      wait_quiet "${BUSY_PIDS[@]}"
       if [ "$broker" = ours ] && [ "$OURS_OK" = 1 ]; then
         run_one ours "$OURS_PORT" "$OURS_PID" "$name" "$args"
       elif [ "$broker" = mosquitto ] && [ "$MOSQ_OK" = 1 ]; then
@@ -237,6 +261,7 @@ done
 echo
 echo "Broker comparison: medians of $REPEAT repetition(s); $PINNING."
 echo "Limits for both: max_inflight_messages $INFLIGHT, max_queued_messages 100000 (mosquitto also set_tcp_nodelay true)."
+echo "Every run starts once both brokers have been idle for 0.4 s (at most 30 s of waiting)."
 echo "Idle: $IDLE_CONNECTIONS connections per run, each run on a freshly started broker."
 python3 - "$RESULTS" <<'PY'
 import json, statistics, sys
