@@ -289,6 +289,50 @@ def test_slow_qos0_subscriber_is_cut_off_while_a_fast_one_keeps_receiving(start_
             c.close() if not isinstance(c, Client) else c.stop()
 
 
+def test_a_subscriber_that_stops_reading_gets_everything_once_it_reads_again(start_mqttchat):
+    """A QoS 1 subscriber with a wide window (1,000) does not read while 12 MB are published to it: the broker
+    blocks its output past max_pending_output_bytes and queues the rest. Each time the output drains, the
+    queue refills the window at once, far past the hard bound of twice the limit; those messages were already
+    in flight, so that burst must not close the subscriber as a slow consumer (it did). Once it reads, it
+    gets every message, none twice."""
+    broker = start_mqttchat(max_queued_messages=10000, max_inflight_messages=1000,
+                            max_pending_output_bytes=262144, slow_consumer_timeout=60)
+    clients: list = []
+    try:
+        topic = unique("flow/pause")
+        sub = raw.RawClient(broker.port)
+        clients.append(sub)
+        sub.connect_ok(unique("paused"))
+        assert sub.subscribe([(topic, 1)]) == [1]
+        pub = FloodPublisher(broker.port)
+        clients.append(pub)
+        count = 1500
+        pub.flood(topic, count, qos=1, payload_size=8192)
+        deadline = time.monotonic() + 10
+        while "output blocked" not in broker.output() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "output blocked" in broker.output(), "the broker never had to hold output back"
+
+        got: list[int] = []
+        deadline = time.monotonic() + 60
+        while len(set(got)) < count and time.monotonic() < deadline:
+            try:
+                p = sub.recv(1)
+                if p.ptype == raw.PUBLISH:
+                    got.append(struct.unpack("!Q", p.payload[:8])[0])
+                    sub.send(raw.puback(p.pid))
+            except TimeoutError:
+                continue
+            except OSError as e:
+                raise AssertionError(f"{e} after {len(got)} messages\n{broker.output()[-3000:]}")
+        assert len(set(got)) == count, f"got {len(set(got))}/{count} after reading again\n{broker.output()[-3000:]}"
+        assert len(got) == len(set(got)), "a message arrived twice"
+        assert broker.alive()
+    finally:
+        for c in clients:
+            c.close()
+
+
 # ------------------------------------------------------------------------------------------ 10,000 connections
 
 CONNECTIONS = 10_000

@@ -5,10 +5,13 @@ import NIOCore
 extension BrokerConnectionHandler {
     // MARK: Pending output
 
-    /// `bytes` were handed to the transport (not flushed yet).
-    func noteHanded(_ bytes: Int) {
+    /// `bytes` were handed to the transport (not flushed yet); a `delivery` is a PUBLISH to the client.
+    func noteHanded(_ bytes: Int, delivery: Bool = false) {
         unflushedBytes += bytes
-        applyOutputGate(outputGate.handed(bytes, now: core.eventLoop.now))
+        applyOutputGate(
+            delivery
+                ? outputGate.handedDelivery(bytes, now: core.eventLoop.now)
+                : outputGate.handed(bytes, now: core.eventLoop.now))
     }
 
     /// Flushes the transport; the socket's loop reports the batch's bytes back once they are written.

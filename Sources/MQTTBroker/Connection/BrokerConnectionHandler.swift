@@ -589,7 +589,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         core.statistics.messagesSent += 1
         core.statistics.publishSent += 1
         core.statistics.bytesSent += UInt64(bytes)
-        noteHanded(bytes)  // [flow]
+        noteHanded(bytes, delivery: true)  // [flow]
         core.markDirty(self)
     }
 

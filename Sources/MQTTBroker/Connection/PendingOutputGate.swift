@@ -12,7 +12,9 @@ import NIOCore
 /// - a connection whose output stays blocked for ``timeout``, or whose pending bytes pass the hard bound while
 ///   blocked (replies to its own packets keep coming), is closed; its persistent session keeps its queue. The hard
 ///   bound is twice the limit, or the pending bytes at the moment it blocked plus the limit when one large message
-///   blocked it.
+///   blocked it. Deliveries written while blocked (``handedDelivery(_:now:)``: messages already in flight when a
+///   drain or a resume crossed the limit) count as pending but never close the connection: the inflight window
+///   bounds them, and they hold no memory beyond the inflight messages' own.
 ///
 /// A write made while not blocked is never refused, so one message larger than the limit still goes out.
 /// Pure value type; the time is passed in, so tests never sleep.
@@ -59,12 +61,23 @@ struct PendingOutputGate: Sendable, Hashable {
         return max(twice.overflow ? Int.max : twice.partialValue, grown.overflow ? Int.max : grown.partialValue)
     }
 
-    /// `bytes` were handed to the socket at `now` (read only when the output becomes blocked).
+    /// `bytes` of a reply or control packet were handed to the socket at `now` (read only when the output becomes
+    /// blocked).
     mutating func handed(_ bytes: Int, now: @autoclosure () -> NIODeadline) -> Action {
+        handed(bytes, now: now(), mayClose: true)
+    }
+
+    /// `bytes` of a PUBLISH delivery were handed to the socket at `now`: they block the output like any write, but
+    /// a delivery written while blocked is one the session had already put in flight, so it never closes.
+    mutating func handedDelivery(_ bytes: Int, now: @autoclosure () -> NIODeadline) -> Action {
+        handed(bytes, now: now(), mayClose: false)
+    }
+
+    private mutating func handed(_ bytes: Int, now: @autoclosure () -> NIODeadline, mayClose: Bool) -> Action {
         pendingBytes += bytes
         guard limit > 0 else { return .none }
         if isBlocked {
-            guard !isClosing, pendingBytes > hardLimit else { return .none }
+            guard mayClose, !isClosing, pendingBytes > hardLimit else { return .none }
             isClosing = true
             return .close
         }

@@ -168,6 +168,23 @@ struct PendingOutputGateTests {
         #expect(gate.handed(1, now: start) == .none)
     }
 
+    @Test("deliveries written while blocked (already in flight) count but never close; a reply past the bound does")
+    func deliveriesWhileBlocked() {
+        var gate = PendingOutputGate(limit: 100, timeout: nil)
+        #expect(gate.handedDelivery(60, now: start) == .none)
+        #expect(gate.handedDelivery(60, now: start) == .block(closeAt: nil))
+        #expect(gate.hardLimit == 220)
+        // A drain that refilled a wide window: far past the hard bound, all of it already in flight.
+        for _ in 0..<20 { #expect(gate.handedDelivery(60, now: start) == .none) }
+        #expect(gate.pendingBytes == 1320)
+        // The count still governs unblocking...
+        #expect(gate.written(1200) == .none)
+        #expect(gate.written(70) == .unblock)
+        // ...and a client that does not read while its replies keep coming is still closed.
+        #expect(gate.handedDelivery(200, now: start) == .block(closeAt: nil))
+        #expect(gate.handed(300, now: start) == .close)
+    }
+
     @Test("one message far larger than the limit goes out and blocks; small replies after it do not close")
     func largeMessage() {
         var gate = PendingOutputGate(limit: 100, timeout: nil)
