@@ -508,9 +508,9 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     /// Coalesced output above this size is handed to the transport at once, so one burst cannot grow it unbounded.
     static let outputHandOverThreshold = 64 * 1024
 
-    /// The coalescing buffer, allocated on first use after each hand-over.
+    /// The coalescing buffer, taken on first use after each hand-over from the core's written buffers, or allocated.
     private func withOutput(_ body: (inout ByteBuffer) -> Void) {
-        var buffer = output ?? allocator.buffer(capacity: Self.outputInitialCapacity)
+        var buffer = output ?? core.takeOutputBuffer() ?? allocator.buffer(capacity: Self.outputInitialCapacity)
         output = nil
         body(&buffer)
         output = buffer
@@ -524,7 +524,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         guard let buffer = output else { return }
         output = nil
         guard buffer.readableBytes > 0, let transport else { return }
-        transport.write(buffer)
+        transport.write(buffer, ownBuffer: true)
     }
 
     /// Encodes and writes a packet without flushing.

@@ -346,6 +346,29 @@ final class BrokerCore {
         }
     }
 
+    // MARK: Output buffers
+
+    /// Coalescing buffers whose bytes the kernel has taken, for the next connection that writes: without them a
+    /// broker at a low rate allocates and frees a buffer for every flush. A few, and none larger than
+    /// ``maxSpareOutputBufferCapacity``, so they cost the core at most 256 KB.
+    @exclusivity(unchecked) private var spareOutputBuffers: [ByteBuffer] = []
+    static let maxSpareOutputBuffers = 8
+    static let maxSpareOutputBufferCapacity = 32 * 1024
+
+    /// A written buffer to coalesce output into, if one is spare.
+    func takeOutputBuffer() -> ByteBuffer? {
+        spareOutputBuffers.popLast()
+    }
+
+    /// `buffer` was written in full and nothing else holds it (its bytes may be overwritten).
+    func recycleOutputBuffer(_ buffer: ByteBuffer) {
+        guard spareOutputBuffers.count < Self.maxSpareOutputBuffers, buffer.capacity <= Self.maxSpareOutputBufferCapacity
+        else { return }
+        var buffer = buffer
+        buffer.clear()
+        spareOutputBuffers.append(buffer)
+    }
+
     /// Flushes every connection written to since the last call.
     func flushDirty() {
         guard !dirtyConnections.isEmpty else { return }

@@ -116,6 +116,46 @@ struct BrokerCoreTests {
         #expect(try subscriber.receivedPublishes().count == 1)
     }
 
+    @Test("written output buffers are kept for reuse: at most 8, none above 32 KB, handed back empty")
+    func outputBufferPool() {
+        let core = EmbeddedBroker().core
+        #expect(core.takeOutputBuffer() == nil)
+        var large = core.allocator.buffer(capacity: 64 * 1024)
+        large.writeString("too large to keep")
+        core.recycleOutputBuffer(large)
+        #expect(core.takeOutputBuffer() == nil)
+        for batch in 0..<10 {
+            var buffer = core.allocator.buffer(capacity: 512)
+            buffer.writeString("batch \(batch)")
+            core.recycleOutputBuffer(buffer)
+        }
+        var kept = 0
+        while let buffer = core.takeOutputBuffer() {
+            #expect(buffer.readableBytes == 0)
+            #expect(buffer.capacity >= 512)
+            kept += 1
+        }
+        #expect(kept == BrokerCore.maxSpareOutputBuffers)
+    }
+
+    @Test("a reused output buffer still held elsewhere is copied on write, not overwritten")
+    func reusedBufferIsCopiedOnWrite() throws {
+        let broker = EmbeddedBroker()
+        // The embedded channel keeps every written buffer until it is read, so each buffer the core gets back
+        // is still shared: a second batch written into it must not change the first.
+        let (subscriber, _) = try broker.connect(ConnectPacket(keepAliveSeconds: 0, clientIdentifier: "sub"))
+        _ = try subscribe(subscriber, "t/#", qos: .atMostOnce)
+        let (publisher, _) = try broker.connect(ConnectPacket(keepAliveSeconds: 0, clientIdentifier: "pub"))
+        try publisher.send(.publish(PublishPacket(topic: "t/a", payload: payload("first"))))
+        broker.loop.run()
+        // The first batch's buffer is back in the core, still held by the embedded channel.
+        let spare = try #require(broker.core.takeOutputBuffer())
+        broker.core.recycleOutputBuffer(spare)
+        try publisher.send(.publish(PublishPacket(topic: "t/b", payload: payload("second"))))
+        let delivered = try subscriber.receivedPublishes().map { "\($0.topic)=\(String(buffer: $0.payload))" }
+        #expect(delivered == ["t/a=first", "t/b=second"])
+    }
+
     @Test("outbound QoS 2: PUBREC is answered with PUBREL and PUBCOMP completes the exchange")
     func outboundQoS2() throws {
         let broker = EmbeddedBroker { $0.maxInflightMessages = 1 }
