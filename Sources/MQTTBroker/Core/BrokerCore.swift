@@ -360,7 +360,8 @@ final class BrokerCore {
         spareOutputBuffers.popLast()
     }
 
-    /// `buffer` was written in full and nothing else holds it (its bytes may be overwritten).
+    /// `buffer` was written in full. Should anything still hold it, `clear()` gives the pool new storage instead,
+    /// so a pooled buffer never shares bytes with anyone.
     func recycleOutputBuffer(_ buffer: ByteBuffer) {
         guard spareOutputBuffers.count < Self.maxSpareOutputBuffers, buffer.capacity <= Self.maxSpareOutputBufferCapacity
         else { return }

@@ -138,11 +138,11 @@ struct BrokerCoreTests {
         #expect(kept == BrokerCore.maxSpareOutputBuffers)
     }
 
-    @Test("a reused output buffer still held elsewhere is copied on write, not overwritten")
-    func reusedBufferIsCopiedOnWrite() throws {
+    @Test("an output buffer still held elsewhere when it is recycled is never overwritten")
+    func recycledBufferStillHeldIsNotOverwritten() throws {
         let broker = EmbeddedBroker()
         // The embedded channel keeps every written buffer until it is read, so each buffer the core gets back
-        // is still shared: a second batch written into it must not change the first.
+        // is still shared: the second batch must not change the first.
         let (subscriber, _) = try broker.connect(ConnectPacket(keepAliveSeconds: 0, clientIdentifier: "sub"))
         _ = try subscribe(subscriber, "t/#", qos: .atMostOnce)
         let (publisher, _) = try broker.connect(ConnectPacket(keepAliveSeconds: 0, clientIdentifier: "pub"))
