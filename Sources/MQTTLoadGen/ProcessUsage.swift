@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import Foundation
 
 /// A process's CPU time and read/write system calls at one moment, from `/proc/PID/stat` and `/proc/PID/io` (Linux).
 /// Two samples around a run give what the broker spent on it: throughput alone cannot tell a broker that is slow
@@ -25,10 +23,12 @@ public struct ProcessUsageSample: Sendable, Hashable {
 
     /// Samples `pid` now.
     public static func read(pid: Int32) throws(LoadGenError) -> ProcessUsageSample {
-        guard let stat = readProcFile("/proc/\(pid)/stat") else { throw .brokerUsageUnreadable(pid: pid) }
-        return try parse(
-            stat: stat, io: readProcFile("/proc/\(pid)/io"), ticksPerSecond: Int(sysconf(Int32(_SC_CLK_TCK))),
-            pid: pid)
+        // Read as `BrokerMemory` reads `/proc/PID/status`.
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else {
+            throw .brokerUsageUnreadable(pid: pid)
+        }
+        let io = try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8)
+        return try parse(stat: stat, io: io, ticksPerSecond: Int(sysconf(Int32(_SC_CLK_TCK))), pid: pid)
     }
 
     /// Builds a sample from the text of `/proc/PID/stat` and, if readable, `/proc/PID/io`.
@@ -56,22 +56,6 @@ public struct ProcessUsageSample: Sendable, Hashable {
             }
         }
         return sample
-    }
-
-    /// The whole file, or nil if it cannot be opened. (`/proc` files report a size of 0, so read until EOF.)
-    private static func readProcFile(_ path: String) -> String? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while bytes.count < 1 << 20 {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0, errno == EINTR { continue }
-            guard count > 0 else { break }
-            bytes += chunk[0..<count]
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }
 
