@@ -3,6 +3,7 @@
 //
 // Layers (arrows point at what a module depends on):
 //   MQTTCore (packets + codec, NIOCore only) <- MQTTBroker <- mqttchat (CLI)
+//   CLinuxSockets (epoll, eventfd, accept4) <- MQTTBroker
 //   CMosquitto (libmosquitto shim) <- MQTTClient <- MQTTChat <- mqttchat (CLI)
 // The client side never imports the broker.
 import PackageDescription
@@ -41,10 +42,13 @@ let package = Package(
         ),
 
         // MARK: Broker
+        // epoll, eventfd and accept4 for the broker's socket watcher (parking idle connections).
+        .systemLibrary(name: "CLinuxSockets"),
         .target(
             name: "MQTTBroker",
             dependencies: [
                 "MQTTCore",
+                "CLinuxSockets",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

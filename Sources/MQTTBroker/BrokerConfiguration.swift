@@ -87,6 +87,13 @@ public struct BrokerConfiguration: Sendable {
     /// [persist] Durable persistence of retained messages and persistent sessions (`persistence true`); nil = off,
     /// as in mosquitto: then everything is kept in memory only and lost when the broker stops.
     public var persistence: PersistenceConfiguration? = nil
+    /// [park] A plain-TCP connection that has neither received nor sent a byte for this long, with nothing in flight,
+    /// gives up its SwiftNIO channel and waits on a socket watcher of the broker's own until the client sends
+    /// something or a message is written to it (`park_idle_connections_after_ms`). An idle connection then costs
+    /// less than half the memory; the first packet after a park takes about 0.16 ms longer, and a park and return
+    /// cost the broker about 46 µs of CPU. TLS connections never park. `nil` (0 in the config file) keeps every
+    /// connection on its channel, and lets NIO accept the sockets.
+    public var parkIdleConnectionsAfter: TimeAmount? = .milliseconds(500)
 
     /// Creates the default configuration.
     public init() {}

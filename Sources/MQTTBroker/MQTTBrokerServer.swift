@@ -22,6 +22,8 @@ public final class MQTTBrokerServer: Service, Sendable {
         var shutdownFuture: EventLoopFuture<Void>?
         /// A group the broker created for its sockets because the given one has a different number of loops.
         var ownedSocketGroup: MultiThreadedEventLoopGroup?
+        /// [park] The thread that accepts plain-TCP sockets and watches parked ones; nil when parking is off.
+        var socketWatcher: SocketWatcher?
     }
 
     private let configuration: BrokerConfiguration
@@ -115,27 +117,43 @@ public final class MQTTBrokerServer: Service, Sendable {
             return (bootstrap: bootstrap, listener: listener)
         }
         let boundBootstraps = NIOLoopBound(bootstraps, eventLoop: coreLoop)
+        let watcher: SocketWatcher?
+        do {
+            watcher = try makeSocketWatcher(core: boundCore, socketGroup: socketGroup)
+        } catch {
+            return eventLoop.makeFailedFuture(error)
+        }
         let binds = core.openPersistence().flatMap {  // [persist] recover before accepting clients
             EventLoopFuture.whenAllComplete(
-                boundBootstraps.value.map { $0.bootstrap.bind(host: $0.listener.host, port: $0.listener.port) },
+                boundBootstraps.value.map { bootstrap, listener in
+                    // [park] Plain TCP is accepted by the watcher, which needs each socket's descriptor.
+                    if let watcher, listener.tls == nil {
+                        return self.listenOwnSocket(listener, watcher: watcher, core: boundCore)
+                    }
+                    return bootstrap.bind(host: listener.host, port: listener.port).map { channel in
+                        ListenerBinding.channel(channel)
+                    }
+                },
                 on: coreLoop)
         }
         let started = binds.flatMapThrowing { results -> [SocketAddress] in
-            var channels: [any Channel] = []
+            var bindings: [ListenerBinding] = []
             var firstError: (any Error)?
             for result in results {
                 switch result {
-                case .success(let channel): channels.append(channel)
+                case .success(let binding): bindings.append(binding)
                 case .failure(let error): firstError = firstError ?? error
                 }
             }
+            let channels = bindings.compactMap(\.channel)
             self.state.value.serverChannels = channels
             if let firstError {
                 for channel in channels { channel.close(promise: nil) }
                 self.state.value.serverChannels = []
+                watcher?.closeListeners(promise: nil)
                 throw firstError
             }
-            let addresses = channels.compactMap { $0.localAddress }
+            let addresses = bindings.compactMap(\.address)
             self.state.value.boundAddresses = addresses
             for (address, tls) in zip(addresses, tlsContexts) {
                 self.logger.info("broker listening", metadata: ["address": "\(address)", "tls": "\(tls != nil)"])
@@ -145,6 +163,64 @@ public final class MQTTBrokerServer: Service, Sendable {
         }
         state.value.startFuture = started
         return started
+    }
+
+    /// [park] Starts the socket watcher when parking is on, and tells the core how to park and unpark.
+    private func makeSocketWatcher(
+        core: NIOLoopBound<BrokerCore>, socketGroup: any EventLoopGroup
+    ) throws -> SocketWatcher? {
+        guard configuration.parkIdleConnectionsAfter != nil else { return nil }
+        let logger = self.logger
+        let watcher = try SocketWatcher(
+            onParkedReady: { tickets in
+                core.eventLoop.execute { core.value.parkedSocketsReady(tickets) }
+            },
+            onAcceptError: { message in logger.error("\(message)") })
+        state.value.socketWatcher = watcher
+        core.value.socketWatcher = watcher
+        core.value.socketAdopter = SocketAdopter(socketGroup: socketGroup, core: core)
+        return watcher
+    }
+
+    /// [park] Binds a plain-TCP listener on a socket of the broker's own, accepted by the watcher.
+    private func listenOwnSocket(
+        _ listener: BrokerConfiguration.Listener, watcher: SocketWatcher, core: NIOLoopBound<BrokerCore>
+    ) -> EventLoopFuture<ListenerBinding> {
+        eventLoop.makeCompletedFuture {
+            let (descriptor, address) = try ListeningSocket.open(host: listener.host, port: listener.port)
+            guard let adopter = core.value.socketAdopter else { throw MQTTBrokerError.alreadyShutDown }
+            let logger = self.logger
+            do {
+                try watcher.addListener(descriptor) { socket in
+                    ListeningSocket.configureAccepted(socket)
+                    adopter.adopt(socket, unparking: nil).whenFailure { error in
+                        logger.notice("could not take an accepted socket", metadata: ["error": "\(error)"])
+                    }
+                }
+            } catch {
+                Descriptor.close(descriptor)
+                throw error
+            }
+            return .ownSocket(address)
+        }
+    }
+
+    /// A bound listener: NIO's server channel, or a socket the watcher accepts on.
+    private enum ListenerBinding {
+        case channel(any Channel)
+        case ownSocket(SocketAddress)
+
+        var channel: (any Channel)? {
+            if case .channel(let channel) = self { return channel }
+            return nil
+        }
+
+        var address: SocketAddress? {
+            switch self {
+            case .channel(let channel): channel.localAddress
+            case .ownSocket(let address): address
+            }
+        }
     }
 
     /// Receive buffers start at 64 bytes instead of NIO's 2,048 (a CONNECT is tens of bytes, and NIO keeps each
@@ -167,8 +243,15 @@ public final class MQTTBrokerServer: Service, Sendable {
     private func shutdownOnLoop() -> EventLoopFuture<Void> {
         if let shutdown = state.value.shutdownFuture { return shutdown }
         state.value.isShutDown = true
-        let listenersClosed = state.value.serverChannels.map { $0.close() }
+        var listenersClosed = state.value.serverChannels.map { $0.close() }
         state.value.serverChannels = []
+        let watcher = state.value.socketWatcher
+        state.value.socketWatcher = nil
+        if let watcher {  // [park] stop accepting first; the watcher itself stops once every connection is closed
+            let closed = eventLoop.makePromise(of: Void.self)
+            watcher.closeListeners(promise: closed)
+            listenersClosed.append(closed.futureResult)
+        }
         let core = state.value.core.map { NIOLoopBound($0, eventLoop: eventLoop) }
         let connectionsClosed = (core?.value.shutdown() ?? eventLoop.makeSucceededVoidFuture()).flatMap {
             core?.value.closePersistence() ?? self.eventLoop.makeSucceededVoidFuture()  // [persist] final snapshot
@@ -176,6 +259,11 @@ public final class MQTTBrokerServer: Service, Sendable {
         let ownedSocketGroup = state.value.ownedSocketGroup
         state.value.ownedSocketGroup = nil
         let done = EventLoopFuture.whenAllComplete(listenersClosed + [connectionsClosed], on: eventLoop).flatMap { _ in
+            guard let watcher else { return self.eventLoop.makeSucceededVoidFuture() }
+            let stopped = self.eventLoop.makePromise(of: Void.self)
+            watcher.stop(promise: stopped)
+            return stopped.futureResult
+        }.flatMap {
             guard let ownedSocketGroup else { return self.eventLoop.makeSucceededVoidFuture() }
             let stopped = self.eventLoop.makePromise(of: Void.self)
             ownedSocketGroup.shutdownGracefully { _ in stopped.succeed(()) }

@@ -8,10 +8,9 @@ extension BrokerConnectionHandler {
     /// `bytes` were handed to the transport (not flushed yet); a `delivery` is a PUBLISH to the client.
     func noteHanded(_ bytes: Int, delivery: Bool = false) {
         unflushedBytes += bytes
-        applyOutputGate(
-            delivery
-                ? outputGate.handedDelivery(bytes, now: core.eventLoop.now)
-                : outputGate.handed(bytes, now: core.eventLoop.now))
+        let now = core.eventLoop.now
+        lastTrafficAt = now  // [park]
+        applyOutputGate(delivery ? outputGate.handedDelivery(bytes, now: now) : outputGate.handed(bytes, now: now))
     }
 
     /// Flushes the transport; the socket's loop reports the batch's bytes back once they are written.

@@ -18,7 +18,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     let core: BrokerCore
     /// The client's address, for log metadata (NIO keeps it in the channel).
     private var remoteAddress: SocketAddress? { transport?.remoteAddress }
-    @exclusivity(unchecked) private(set) var transport: ConnectionTransport?
+    @exclusivity(unchecked) var transport: ConnectionTransport?
     @exclusivity(unchecked) private var decoder: MQTTPacketDecoder
     @exclusivity(unchecked) private var cumulation: ByteBuffer?
     @exclusivity(unchecked) private var stateMachine: ConnectionStateMachine
@@ -51,9 +51,23 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     @exclusivity(unchecked) var slowConsumerTimer: Scheduled<Void>?
     /// Whether the core stopped reading this connection (publisher back-pressure).
     @exclusivity(unchecked) var isReadingPausedByCore = false
+    // [park] parking idle connections (BrokerConnectionHandler+Parking.swift).
+    /// The socket's descriptor when the broker accepted it itself (plain TCP): only such a connection can park.
+    /// While on a channel, NIO owns it; while parked, ``ParkedSocket`` does.
+    @exclusivity(unchecked) var socketDescriptor: CInt?
+    /// When the connection last received or was handed bytes.
+    @exclusivity(unchecked) var lastTrafficAt: NIODeadline
+    /// Counts the connection's parkings, so that a stale report of the watcher can be told apart.
+    @exclusivity(unchecked) var parkGeneration: UInt32 = 0
+    /// A relayed socket is stopping its reads so that the connection can park (the traffic time it was asked at).
+    @exclusivity(unchecked) var parkRequestedAt: NIODeadline?
+    /// A connection that could not park (something was in progress) is looked at again no sooner than this.
+    @exclusivity(unchecked) var parkNotBefore = NIODeadline.uptimeNanoseconds(0)
 
     /// Whether the connection has not been closed yet.
     var isOpen: Bool { stateMachine.isOpen }
+    /// Whether CONNECT was accepted and the connection has not been closed.
+    var isConnected: Bool { stateMachine.isConnected }
 
     /// The broker's logger with this connection's remote address and client identifier as metadata. Built when
     /// something is logged — a few times in a connection's life — rather than stored: a stored copy held a
@@ -78,18 +92,21 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         return promise.futureResult
     }
 
-    /// The event loop the socket is served on: the core's loop, or another one when relayed.
+    /// The event loop the socket is served on: the core's loop, or another one when relayed (the core's while
+    /// parked).
     var socketEventLoop: any EventLoop {
         switch transport {
         case .relayed(let relayed): relayed.channel.eventLoop
-        case .pipeline, nil: core.eventLoop
+        case .pipeline, .parked, nil: core.eventLoop
         }
     }
 
-    init(core: BrokerCore, usesCertificateIdentity: Bool = false) {
+    init(core: BrokerCore, usesCertificateIdentity: Bool = false, socketDescriptor: CInt? = nil) {
         self.core = core
         self.usesCertificateIdentity = usesCertificateIdentity
+        self.socketDescriptor = socketDescriptor
         self.decoder = MQTTPacketDecoder(maximumPacketSize: core.configuration.maxPacketSize)
+        self.lastTrafficAt = core.eventLoop.now
         self.stateMachine = ConnectionStateMachine(acceptedAt: core.eventLoop.now, connectTimeout: core.configuration.connectTimeout)
         self.outputGate = PendingOutputGate(  // [flow]
             limit: core.configuration.maxPendingOutputBytes, timeout: core.configuration.slowConsumerTimeout)
@@ -98,20 +115,52 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     /// A handler for a socket served on another event loop, through a ``ConnectionRelay``; starts at once.
     convenience init(
         core: BrokerCore, relayedChannel: any Channel, usesCertificateIdentity: Bool = false,
-        relay: NIOLoopBound<ConnectionRelay>? = nil
+        relay: NIOLoopBound<ConnectionRelay>? = nil, handlerBox: NIOLoopBoundBox<BrokerConnectionHandler?>? = nil,
+        socketDescriptor: CInt? = nil
     ) {
-        self.init(core: core, usesCertificateIdentity: usesCertificateIdentity)
-        self.transport = .relayed(RelayedChannel(channel: relayedChannel, relay: relay))
+        self.init(core: core, usesCertificateIdentity: usesCertificateIdentity, socketDescriptor: socketDescriptor)
+        self.transport = .relayed(RelayedChannel(channel: relayedChannel, relay: relay, handlerBox: handlerBox))
         start()
     }
 
     // MARK: Channel events
 
     func handlerAdded(context: ChannelHandlerContext) {
-        self.transport = .pipeline(PipelineChannel(context: context))
+        attach(.pipeline(PipelineChannel(context: context)))
         if context.channel.isActive {
             start()
         }
+    }
+
+    /// Whether `context` is the pipeline this handler currently writes to: after parking, the old channel's last
+    /// events (inactive, removed) belong to a socket the connection no longer uses.
+    private func isCurrent(_ context: ChannelHandlerContext) -> Bool {
+        if case .pipeline(let pipeline) = transport { return pipeline.context === context }
+        return false
+    }
+
+    /// Takes `newTransport` as the way to the socket: the first one, or the channel a parked connection comes back
+    /// on, which first gets what was written while parked.
+    func attach(_ newTransport: ConnectionTransport) {
+        guard case .parked(let parked) = transport else {
+            transport = newTransport
+            return
+        }
+        transport = newTransport
+        for buffer in parked.pendingWrites {
+            newTransport.write(buffer)
+        }
+        newTransport.flush(reportingWritten: parked.pendingReportedBytes, to: self)
+        if parked.closeWhenAttached || !isOpen {
+            newTransport.close()
+            return
+        }
+        if isReadingPausedByCore {
+            newTransport.setReadingPausedByCore(true)
+        }
+        core.connectionUnparked(self)
+        lastTrafficAt = core.eventLoop.now  // what woke it is about to be read or written: a full delay before the next park
+        armTimer()
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -142,6 +191,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
 
     /// Bytes read from the socket (from the pipeline or a relay).
     func received(_ bytes: ByteBuffer) {
+        lastTrafficAt = core.now  // [park]
         var bytes = bytes
         core.statistics.bytesReceived += UInt64(bytes.readableBytes)
         if cumulation == nil {
@@ -166,7 +216,9 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         core.pipelineReadEnds()
-        transportInactive()
+        if isCurrent(context) {
+            transportInactive()
+        }
         context.fireChannelInactive()
     }
 
@@ -178,6 +230,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        guard isCurrent(context) else { return }  // [park] the channel left behind when parking
         self.transport = nil
         signalClosed()
     }
@@ -190,7 +243,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
 
     @exclusivity(unchecked) private var closeSignalled = false
 
-    private func signalClosed() {
+    func signalClosed() {
         guard !closeSignalled else { return }
         closeSignalled = true
         closePromise?.succeed(())
@@ -211,6 +264,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         core.pipelineReadEnds()
+        guard isCurrent(context) else { return }
         transportFailed("\(error)")
     }
 
@@ -468,10 +522,16 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
 
     // MARK: Timer
 
-    private func armTimer() {
+    func armTimer() {
         timerDeadline = nil
-        guard let deadline = stateMachine.nextDeadline else { return }
+        guard let deadline = earliest(stateMachine.nextDeadline, parkCheckDeadline) else { return }
         scheduleTimer(at: deadline)
+    }
+
+    private func earliest(_ first: NIODeadline?, _ second: NIODeadline?) -> NIODeadline? {
+        guard let first else { return second }
+        guard let second else { return first }
+        return min(first, second)
     }
 
     private func scheduleTimer(at deadline: NIODeadline) {
@@ -487,14 +547,29 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
             scheduleTimer(at: now + .seconds(1))
             return
         }
+        var next: NIODeadline?
         switch stateMachine.timerFired(now: now) {
         case .rearm(let deadline):
-            scheduleTimer(at: deadline)
+            next = deadline
         case .close(let reason):
             close(reason, alreadyClosedInStateMachine: true)
+            return
         case .stop:
             break
         }
+        if let parkAt = parkCheckDeadline, parkAt <= now {
+            considerParking(now: now)
+        }
+        if let deadline = earliest(next, parkCheckDeadline) {
+            scheduleTimer(at: deadline)
+        }
+    }
+
+    /// [park] Whether nothing is waiting in the connection itself: no partial packet, no output that has not left
+    /// memory, no pause. (The session's state is checked by the caller.)
+    var hasNothingPending: Bool {
+        cumulation == nil && output == nil && !isDirty && unflushedBytes == 0 && outputGate.pendingBytes == 0
+            && !outputGate.isBlocked && !isReadingPausedByCore && stateMachine.isConnected
     }
 
     // MARK: Writing
@@ -617,6 +692,10 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         log(reason)
         core.connectionEnded(self, reason: reason)
         will = nil
+        if case .parked(let parked) = transport {  // [park]
+            closeParked(parked)
+            return
+        }
         if let transport {
             isDirty = false
             handOverOutput()

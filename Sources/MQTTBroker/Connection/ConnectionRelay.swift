@@ -25,10 +25,21 @@ final class ConnectionRelay: ChannelInboundHandler {
     private var context: ChannelHandlerContext?
     /// [tls] Whether the listener uses the client certificate's CN as user name.
     private let usesCertificateIdentity: Bool
+    /// [park] The socket's descriptor when the broker accepted it itself (the connection may then be parked).
+    private let socketDescriptor: CInt?
+    /// [park] The parked connection this relay brings back, instead of a new one.
+    private let unparking: NIOLoopBound<BrokerConnectionHandler>?
+    /// [park] Reading stopped while the core decides whether to park the connection.
+    private var pausedForPark = false
 
-    init(core: NIOLoopBound<BrokerCore>, usesCertificateIdentity: Bool = false) {
+    init(
+        core: NIOLoopBound<BrokerCore>, usesCertificateIdentity: Bool = false, socketDescriptor: CInt? = nil,
+        unparking: NIOLoopBound<BrokerConnectionHandler>? = nil
+    ) {
         self.core = core
         self.usesCertificateIdentity = usesCertificateIdentity
+        self.socketDescriptor = socketDescriptor
+        self.unparking = unparking
         self.handler = NIOLoopBoundBox.makeEmptyBox(valueType: BrokerConnectionHandler.self, eventLoop: core.eventLoop)
     }
 
@@ -38,10 +49,18 @@ final class ConnectionRelay: ChannelInboundHandler {
         let core = self.core
         let handler = self.handler
         let usesCertificateIdentity = self.usesCertificateIdentity
+        let socketDescriptor = self.socketDescriptor
+        let unparking = self.unparking
         let relay = NIOLoopBound(self, eventLoop: context.eventLoop)
         core.eventLoop.execute {
-            handler.value = BrokerConnectionHandler(
-                core: core.value, relayedChannel: channel, usesCertificateIdentity: usesCertificateIdentity, relay: relay)
+            if let unparking {
+                handler.value = unparking.value
+                unparking.value.attach(.relayed(RelayedChannel(channel: channel, relay: relay, handlerBox: handler)))
+            } else {
+                handler.value = BrokerConnectionHandler(
+                    core: core.value, relayedChannel: channel, usesCertificateIdentity: usesCertificateIdentity,
+                    relay: relay, handlerBox: handler, socketDescriptor: socketDescriptor)
+            }
         }
     }
 
@@ -92,9 +111,24 @@ final class ConnectionRelay: ChannelInboundHandler {
         updateReading()
     }
 
+    /// [park] Stops reading and returns a duplicate of the socket's descriptor, which stays open when the channel
+    /// closes; nil when the channel is already closed (then there is nothing to park).
+    func stopReadingForPark(descriptor: CInt) -> CInt? {
+        pausedForPark = true
+        updateReading()
+        guard context?.channel.isActive == true else { return nil }
+        return Descriptor.duplicate(descriptor)
+    }
+
+    /// [park] The core kept the connection on its channel: read again.
+    func parkCalledOff() {
+        pausedForPark = false
+        updateReading()
+    }
+
     /// Reads from the socket only while the core keeps up and has not paused it.
     private func updateReading() {
-        let shouldPause = pausedByCore || batchesInFlight >= Self.maximumBatchesInFlight
+        let shouldPause = pausedByCore || pausedForPark || batchesInFlight >= Self.maximumBatchesInFlight
         guard shouldPause != readingPaused, let context else { return }
         readingPaused = shouldPause
         context.channel.setOption(.autoRead, value: !shouldPause).whenFailure { _ in }

@@ -9,6 +9,9 @@ enum ConnectionTransport {
     case pipeline(PipelineChannel)
     /// The socket lives on another loop; writes are batched and handed over once per flush.
     case relayed(RelayedChannel)
+    /// The connection is parked: no NIO channel, the socket is watched by the broker's ``SocketWatcher``. Writes
+    /// wait here until the connection is back on a channel (a flush brings it back).
+    case parked(ParkedSocket)
 
     /// Queues `buffer` for the socket without flushing. An `ownBuffer` (the handler's coalescing buffer, shared
     /// with nothing) may be reused once written.
@@ -16,6 +19,7 @@ enum ConnectionTransport {
         switch self {
         case .pipeline(let pipeline): pipeline.write(buffer, ownBuffer: ownBuffer)
         case .relayed(let relayed): relayed.write(buffer)
+        case .parked(let parked): parked.pendingWrites.append(buffer)
         }
     }
 
@@ -25,6 +29,9 @@ enum ConnectionTransport {
         switch self {
         case .pipeline(let pipeline): pipeline.flush(reportingWritten: bytes, to: handler)
         case .relayed(let relayed): relayed.flush(reportingWritten: bytes, to: handler)
+        case .parked(let parked):
+            parked.pendingReportedBytes += bytes
+            handler.unparkForOutput()
         }
     }
 
@@ -33,14 +40,17 @@ enum ConnectionTransport {
         switch self {
         case .pipeline(let pipeline): pipeline.context.channel.remoteAddress
         case .relayed(let relayed): relayed.channel.remoteAddress
+        case .parked: nil
         }
     }
 
-    /// Closes the socket after what was flushed.
+    /// Closes the socket after what was flushed. A parked socket is closed by its handler
+    /// (``BrokerConnectionHandler/closeParked(_:)``), which knows the watcher.
     func close() {
         switch self {
         case .pipeline(let pipeline): pipeline.close()
         case .relayed(let relayed): relayed.close()
+        case .parked: break
         }
     }
 
@@ -49,7 +59,31 @@ enum ConnectionTransport {
         switch self {
         case .pipeline(let pipeline): pipeline.setReadingPaused(paused)
         case .relayed(let relayed): relayed.setReadingPausedByCore(paused)
+        case .parked: break  // applied when the connection is back on a channel
         }
+    }
+}
+
+/// A parked connection's socket, and what was written to the connection since it was parked.
+///
+/// Confined to the core's event loop (hence its `@exclusivity(unchecked)` properties, see ``BrokerCore``).
+final class ParkedSocket {
+    /// The socket, owned here until it is handed back to NIO.
+    let descriptor: CInt
+    /// The ticket the watcher reports the socket with.
+    let ticket: SocketWatcher.Ticket
+    /// Buffers written while parked, in order; written to the channel the connection gets back.
+    @exclusivity(unchecked) var pendingWrites: [ByteBuffer] = []
+    /// The flushed bytes among them, reported written once the new channel has written them.
+    @exclusivity(unchecked) var pendingReportedBytes = 0
+    /// The socket was handed to NIO; the channel is on its way.
+    @exclusivity(unchecked) var isUnparking = false
+    /// The connection was closed while its channel was on its way: close the channel when it arrives.
+    @exclusivity(unchecked) var closeWhenAttached = false
+
+    init(descriptor: CInt, ticket: SocketWatcher.Ticket) {
+        self.descriptor = descriptor
+        self.ticket = ticket
     }
 }
 
@@ -126,9 +160,17 @@ final class RelayedChannel {
     private let relay: NIOLoopBound<ConnectionRelay>?
     @exclusivity(unchecked) private var pending: [ByteBuffer] = []
 
-    init(channel: any Channel, relay: NIOLoopBound<ConnectionRelay>? = nil) {
+    /// The relay's reference to the handler, cleared when the handler parks so that the closing channel's events
+    /// no longer reach it.
+    let handlerBox: NIOLoopBoundBox<BrokerConnectionHandler?>?
+
+    init(
+        channel: any Channel, relay: NIOLoopBound<ConnectionRelay>? = nil,
+        handlerBox: NIOLoopBoundBox<BrokerConnectionHandler?>? = nil
+    ) {
         self.channel = channel
         self.relay = relay
+        self.handlerBox = handlerBox
     }
 
     func write(_ buffer: ByteBuffer) {
@@ -169,6 +211,27 @@ final class RelayedChannel {
         guard let relay else { return }
         relay.eventLoop.execute {
             relay.value.setReadingPausedByCore(paused)
+        }
+    }
+
+    /// Asks the socket's loop to stop reading and duplicate `descriptor` for parking; the handler hears back through
+    /// ``BrokerConnectionHandler/parkPrepared(duplicate:)`` after every read batch the relay sent before.
+    func prepareToPark(descriptor: CInt, handler: BrokerConnectionHandler) {
+        guard let relay else { return }
+        let boundHandler = NIOLoopBound(handler, eventLoop: handler.core.eventLoop)
+        relay.eventLoop.execute {
+            let duplicate = relay.value.stopReadingForPark(descriptor: descriptor)
+            boundHandler.eventLoop.execute {
+                boundHandler.value.parkPrepared(duplicate: duplicate)
+            }
+        }
+    }
+
+    /// Parking was called off: read again.
+    func parkCalledOff() {
+        guard let relay else { return }
+        relay.eventLoop.execute {
+            relay.value.parkCalledOff()
         }
     }
 }

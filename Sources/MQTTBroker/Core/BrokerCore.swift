@@ -55,6 +55,15 @@ final class BrokerCore {
     @exclusivity(unchecked) var stallCheckTask: Scheduled<Void>?
     /// [persist] Durable persistence (Persistence/); nil when off, which keeps every hook a nil check.
     @exclusivity(unchecked) var persistence: PersistenceStore?
+    // [park] parking idle connections (BrokerCore+Parking.swift); nil when parking is off or sockets are NIO's.
+    /// Watches parked sockets (and the plain listeners).
+    @exclusivity(unchecked) var socketWatcher: SocketWatcher?
+    /// Gives sockets to NIO: newly accepted ones, and parked ones coming back.
+    @exclusivity(unchecked) var socketAdopter: SocketAdopter?
+    /// The parked connections, by the descriptor the watcher reports.
+    @exclusivity(unchecked) var parkedConnections: [CInt: BrokerConnectionHandler] = [:]
+    /// How many times connections parked and came back (diagnostics and tests).
+    @exclusivity(unchecked) var parkCounts = ParkCounts()
 
     init(configuration: BrokerConfiguration, logger: Logger, eventLoop: any EventLoop) {
         self.configuration = configuration

@@ -25,6 +25,9 @@ enum SysTopics {
             ("$SYS/broker/clients/slow_consumer_disconnects", "\(stats.slowConsumerDisconnects)"),
             ("$SYS/broker/clients/backpressured", "\(core.backpressuredConnectionCount)"),
             ("$SYS/broker/clients/backpressure_pauses", "\(core.backpressurePauseCount)"),
+            // [park] ours: idle connections without a channel right now, and parkings since start.
+            ("$SYS/broker/clients/parked", "\(core.parkedConnections.count)"),
+            ("$SYS/broker/clients/parkings", "\(core.parkCounts.parked)"),
             ("$SYS/broker/bytes/received", "\(stats.bytesReceived)"),
             ("$SYS/broker/bytes/sent", "\(stats.bytesSent)"),
             ("$SYS/broker/subscriptions/count", "\(core.subscriptionCount)"),

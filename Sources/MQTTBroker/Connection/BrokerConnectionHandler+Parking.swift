@@ -1,0 +1,125 @@
+import NIOCore
+
+/// [park] Parking idle connections: a connection that has neither received nor been handed a byte for
+/// `park_idle_connections_after_ms` gives up its NIO channel (about 2.2 KB per socket) and keeps only its
+/// descriptor, watched by the broker's ``SocketWatcher``. It comes back on a new channel as soon as the client
+/// sends anything (or closes), or something is written to it. Its session, subscriptions, will and keepalive stay
+/// here meanwhile, so parking changes nothing the client can see but a little latency on the first packet back.
+///
+/// Only a connection with nothing in progress parks: no partial packet, no output in memory, nothing in flight or
+/// queued in its session, no pause. A socket on the core's loop parks at once; a relayed one first stops reading on
+/// its loop, so that every byte it already read reaches the core before the core decides.
+extension BrokerConnectionHandler {
+    /// When the connection should next be looked at for parking; nil when it cannot park (parking off, TLS,
+    /// not connected yet, already parked or about to).
+    var parkCheckDeadline: NIODeadline? {
+        guard let delay = core.parkingDelay, socketDescriptor != nil, isConnected, parkRequestedAt == nil else {
+            return nil
+        }
+        switch transport {
+        case .pipeline, .relayed: return max(lastTrafficAt + delay, parkNotBefore)
+        case .parked, nil: return nil
+        }
+    }
+
+    /// Whether nothing is in progress on the connection or in its session.
+    private var isQuiescent: Bool {
+        guard hasNothingPending, let session, session.connection === self else { return false }
+        return session.outbound.inflightCount == 0 && session.outbound.queuedCount == 0
+    }
+
+    /// The connection has been quiet for the parking delay: park it if nothing is in progress, or look again one
+    /// delay later.
+    func considerParking(now: NIODeadline) {
+        guard let delay = core.parkingDelay, let descriptor = socketDescriptor else { return }
+        guard isQuiescent else {
+            parkNotBefore = now + delay
+            return
+        }
+        switch transport {
+        case .pipeline(let pipeline):
+            guard let duplicate = Descriptor.duplicate(descriptor) else {
+                parkNotBefore = now + delay
+                return
+            }
+            park(on: duplicate)
+            pipeline.context.close(promise: nil)  // NIO closes its descriptor; the duplicate keeps the socket open
+        case .relayed(let relayed):
+            parkRequestedAt = lastTrafficAt
+            relayed.prepareToPark(descriptor: descriptor, handler: self)
+        case .parked, nil:
+            return
+        }
+    }
+
+    /// A relayed socket stopped reading and duplicated its descriptor (nil: its channel had closed). Everything it
+    /// read before has been received: park now if the connection is still quiet, or call it off.
+    func parkPrepared(duplicate: CInt?) {
+        let requestedAt = parkRequestedAt
+        parkRequestedAt = nil
+        guard case .relayed(let relayed) = transport else {
+            if let duplicate { Descriptor.close(duplicate) }
+            return
+        }
+        guard let duplicate else { return }  // the channel closed: its inactive event is on its way
+        guard isOpen, requestedAt == lastTrafficAt, isQuiescent else {
+            Descriptor.close(duplicate)
+            relayed.parkCalledOff()
+            if let delay = core.parkingDelay { parkNotBefore = core.eventLoop.now + delay }
+            armTimer()
+            return
+        }
+        relayed.handlerBox?.value = nil  // the closing channel's events no longer reach this connection
+        park(on: duplicate)
+        relayed.close()
+    }
+
+    /// Switches to the parked state on `duplicate` and has the watcher report it.
+    private func park(on duplicate: CInt) {
+        parkGeneration &+= 1
+        let parked = ParkedSocket(
+            descriptor: duplicate, ticket: SocketWatcher.ticket(descriptor: duplicate, generation: parkGeneration))
+        transport = .parked(parked)
+        socketDescriptor = duplicate
+        guard core.connectionParked(self, parked) else {
+            unpark()  // the watcher refused it: straight back onto a channel
+            return
+        }
+        armTimer()  // the keepalive still runs while parked
+    }
+
+    /// Brings a parked connection back onto a channel (the watcher saw the socket readable, or there is output).
+    func unpark() {
+        guard case .parked(let parked) = transport, !parked.isUnparking else { return }
+        parked.isUnparking = true
+        core.unpark(self, parked)
+    }
+
+    /// Output was flushed to a parked connection.
+    func unparkForOutput() {
+        guard isOpen else { return }  // closing: nothing more goes out
+        unpark()
+    }
+
+    /// NIO could not take the socket back; it closed it.
+    func unparkFailed(_ parked: ParkedSocket) {
+        guard case .parked(let current) = transport, current === parked else { return }
+        transport = nil
+        close(.connectionLost)
+        core.flushDirty()
+        signalClosed()
+    }
+
+    /// The connection closes while parked: close the socket here, or, when NIO already has it back, once its
+    /// channel arrives (``attach(_:)``).
+    func closeParked(_ parked: ParkedSocket) {
+        guard !parked.isUnparking else {
+            parked.closeWhenAttached = true
+            return
+        }
+        core.releaseParked(parked)
+        Descriptor.close(parked.descriptor)
+        transport = nil
+        signalClosed()
+    }
+}
