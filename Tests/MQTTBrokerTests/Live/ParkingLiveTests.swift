@@ -1,0 +1,152 @@
+import Foundation
+import MQTTCore
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import MQTTBroker
+
+/// Parking idle connections over real sockets: a connection that has been quiet for the parking delay gives up its
+/// NIO channel, and everything the client can observe stays the same: messages to it arrive, its pings are
+/// answered, its will is published when it vanishes, its keepalive still expires.
+@Suite("Parking idle connections", .timeLimit(.minutes(1)))
+struct ParkingLiveTests {
+    /// A short delay, so tests wait tens of milliseconds for a connection to park.
+    static let delay: TimeAmount = .milliseconds(40)
+
+    /// Waits (bounded) until `condition` holds on the broker core.
+    func eventually(
+        _ server: MQTTBrokerServer, timeout: Duration = .seconds(5),
+        _ condition: @escaping @Sendable (BrokerCore) -> Bool
+    ) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await server.withCore(condition) == true { return true }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return false
+    }
+
+    func parkingBroker<T>(
+        loops: Int = 1, _ body: (MQTTBrokerServer, SocketAddress) async throws -> T
+    ) async throws -> T {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: loops)
+        do {
+            let result = try await withLiveBroker(
+                {
+                    $0.parkIdleConnectionsAfter = Self.delay
+                    $0.eventLoopCount = loops
+                }, eventLoopGroup: group, body)
+            try await group.shutdownGracefully()
+            return result
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
+    }
+
+    @Test("an idle subscriber parks, and a message to it brings it back and arrives", arguments: [1, 3])
+    func messageToParkedSubscriber(loops: Int) async throws {
+        try await parkingBroker(loops: loops) { server, address in
+            let (subscriber, _) = try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "sub"))
+            #expect(try await subscriber.subscribe("room/#", qos: .atLeastOnce).returnCodes == [.granted(.atLeastOnce)])
+            #expect(try await eventually(server) { $0.parkedConnections.count == 1 })
+
+            let (publisher, _) = try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "pub"))
+            for round in 1...3 {
+                // Both park between rounds; each round brings both back, by a read and by a write.
+                #expect(try await eventually(server) { $0.parkedConnections.count == 2 })
+                try await publisher.send(
+                    .publish(PublishPacket(topic: "room/a", payload: ByteBuffer(string: "m\(round)"), qos: .atLeastOnce, packetID: UInt16(round))))
+                guard case .puback(let ack) = try await publisher.next() else {
+                    Issue.record("expected PUBACK")
+                    return
+                }
+                #expect(ack.packetID == UInt16(round))
+                let delivered = try await subscriber.nextPublish()
+                #expect(String(buffer: delivered.payload) == "m\(round)")
+                try await subscriber.send(.puback(PubAckPacket(packetID: delivered.packetID ?? 0)))
+            }
+            let counts = try await server.withCore { $0.parkCounts }
+            #expect((counts?.parked ?? 0) >= 6)
+            #expect((counts?.unparked ?? 0) >= 6)
+            await subscriber.close()
+            await publisher.close()
+        }
+    }
+
+    @Test("a parked client's PINGREQ is answered")
+    func pingWhileParked() async throws {
+        try await parkingBroker { server, address in
+            let (client, _) = try await LiveClient.connect(to: address, ConnectPacket(keepAliveSeconds: 30, clientIdentifier: "pinger"))
+            for _ in 1...3 {
+                #expect(try await eventually(server) { $0.parkedConnections.count == 1 })
+                try await client.send(.pingreq(PingReqPacket()))
+                guard case .pingresp = try await client.next() else {
+                    Issue.record("expected PINGRESP")
+                    return
+                }
+            }
+            await client.close()
+        }
+    }
+
+    @Test("a parked client that drops its socket gets its will published")
+    func willOfVanishedParkedClient() async throws {
+        try await parkingBroker { server, address in
+            let (watcher, _) = try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "watcher"))
+            _ = try await watcher.subscribe("wills/#", qos: .atMostOnce)
+            let will = ConnectPacket.Will(topic: "wills/gone", payload: ByteBuffer(string: "bye"), qos: .atMostOnce, retain: false)
+            let (client, _) = try await LiveClient.connect(
+                to: address, ConnectPacket(keepAliveSeconds: 30, clientIdentifier: "gone", will: will))
+            #expect(try await eventually(server) { $0.parkedConnections.count == 2 })
+            await client.close()  // no DISCONNECT: the will is due
+            let published = try await watcher.nextPublish()
+            #expect(published.topic == "wills/gone")
+            #expect(String(buffer: published.payload) == "bye")
+            #expect(try await eventually(server) { $0.connections.count == 1 })
+            await watcher.close()
+        }
+    }
+
+    @Test("the keepalive of a parked client that goes silent still expires")
+    func keepaliveExpiresWhileParked() async throws {
+        try await parkingBroker { server, address in
+            let (client, _) = try await LiveClient.connect(to: address, ConnectPacket(keepAliveSeconds: 1, clientIdentifier: "silent"))
+            #expect(try await eventually(server) { $0.parkedConnections.count == 1 })
+            // Keepalive 1 s: closed after 1.5 s of silence.
+            #expect(await client.closedByBroker(within: .seconds(4)))
+            #expect(try await eventually(server) { $0.parkedConnections.isEmpty && $0.connections.isEmpty })
+        }
+    }
+
+    @Test("with parking off no connection parks")
+    func parkingOff() async throws {
+        try await withLiveBroker({ $0.parkIdleConnectionsAfter = nil }) { server, address in
+            let (client, _) = try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "stays"))
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await server.withCore { $0.parkCounts } == ParkCounts())
+            try await client.send(.pingreq(PingReqPacket()))
+            guard case .pingresp = try await client.next() else {
+                Issue.record("expected PINGRESP")
+                return
+            }
+            await client.close()
+        }
+    }
+
+    @Test("shutdown closes parked connections")
+    func shutdownClosesParked() async throws {
+        var clients: [LiveClient] = []
+        try await parkingBroker { server, address in
+            for index in 0..<5 {
+                clients.append(try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "c\(index)")).0)
+            }
+            #expect(try await eventually(server) { $0.parkedConnections.count == 5 })
+            await server.shutdown()
+            for client in clients {
+                #expect(await client.closedByBroker(within: .seconds(3)))
+            }
+        }
+    }
+}

@@ -1,0 +1,99 @@
+"""Parking idle connections (issue 6, mqttchat only: `park_idle_connections_after_ms` is our key).
+
+A connection quiet for the parking delay gives up its SwiftNIO channel until the client sends something or
+something is written to it. Third-party clients must not notice: paho subscribers parked between messages get
+QoS 0, 1 and 2 messages from mosquitto_pub exactly once, and a paho client whose only traffic is its own
+keepalive pings stays connected through many parkings. `$SYS/broker/clients/parked` and `clients/parkings`
+show that the connections really parked.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+import mqtt_raw as raw
+from conftest import Broker, Client, mqttchat_bin, unique
+
+PARK_MS = 150
+
+
+def sys_values(port: int, timeout: float = 3.0) -> dict[str, str]:
+    """The retained clients/parked and clients/parkings values, read right after subscribing and before this
+    short-lived reader could park itself (the values were computed at the last $SYS publish, 1 s at most ago)."""
+    wanted = {"$SYS/broker/clients/parked", "$SYS/broker/clients/parkings"}
+    with raw.RawClient(port) as c:
+        c.connect_ok(unique("sys"))
+        c.subscribe([(topic, 0) for topic in sorted(wanted)])
+        seen: dict[str, str] = {}
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not wanted <= seen.keys():
+            try:
+                p = c.recv(max(0.01, deadline - time.monotonic()))
+            except TimeoutError:
+                break
+            if p.ptype == raw.PUBLISH:
+                seen[p.topic] = p.payload.decode(errors="replace")
+        return seen
+
+
+def wait_parked(port: int, at_least: int, timeout: float = 8.0) -> dict[str, str]:
+    deadline = time.monotonic() + timeout
+    values: dict[str, str] = {}
+    while time.monotonic() < deadline:
+        values = sys_values(port)
+        if int(values.get("$SYS/broker/clients/parked", "0")) >= at_least:
+            return values
+        time.sleep(0.3)
+    raise AssertionError(f"fewer than {at_least} connections parked: {values}")
+
+
+@pytest.fixture
+def parking_broker(tmp_path):
+    if mqttchat_bin() is None:
+        pytest.skip("MQTTCHAT_BIN is unset or not a file")
+    b = Broker("mqttchat", tmp_path, {"park_idle_connections_after_ms": PARK_MS, "sys_interval": 1})
+    b.start()
+    yield b
+    b.stop()
+
+
+def test_parked_paho_subscribers_get_every_qos_from_mosquitto_pub(parking_broker):
+    topic = unique("park/room")
+    subscribers = [Client(parking_broker.port).connect() for _ in range(5)]
+    try:
+        for s in subscribers:
+            assert s.subscribe(topic, 2) == 2
+        wait_parked(parking_broker.port, 5)
+        for qos in (0, 1, 2):
+            time.sleep(3 * PARK_MS / 1000)  # every subscriber parks again before each message
+            subprocess.run(["mosquitto_pub", "-p", str(parking_broker.port), "-t", topic, "-q", str(qos),
+                            "-m", f"qos{qos}"], check=True, timeout=10)
+        for s in subscribers:
+            got = [m.payload.decode() for m in s.get_n(3)]
+            assert got == ["qos0", "qos1", "qos2"]
+            s.no_message(0.3)  # nothing twice
+        values = sys_values(parking_broker.port)
+        assert int(values["$SYS/broker/clients/parkings"]) >= 15, values
+    finally:
+        for s in subscribers:
+            s.stop()
+
+
+def test_a_paho_client_that_only_pings_stays_connected_while_parking(parking_broker):
+    client = Client(parking_broker.port, keepalive=1).connect()
+    try:
+        wait_parked(parking_broker.port, 1)
+        before = int(sys_values(parking_broker.port)["$SYS/broker/clients/parkings"])
+        time.sleep(4)  # paho pings every second; each ping brings the connection back, then it parks again
+        assert not client.disconnected.is_set()
+        after = int(sys_values(parking_broker.port)["$SYS/broker/clients/parkings"])
+        assert after - before >= 3, (before, after)
+        topic = unique("park/still")
+        assert client.subscribe(topic, 1) == 1
+        client.publish(topic, b"still here", qos=1)
+        assert client.get().payload == b"still here"
+    finally:
+        client.stop()
