@@ -9,6 +9,8 @@ show that the connections really parked.
 
 from __future__ import annotations
 
+import resource
+import socket
 import subprocess
 import time
 
@@ -97,3 +99,78 @@ def test_a_paho_client_that_only_pings_stays_connected_while_parking(parking_bro
         assert client.get().payload == b"still here"
     finally:
         client.stop()
+
+
+class LimitedFilesBroker(Broker):
+    """Our broker with a soft limit of `files` open descriptors."""
+
+    def __init__(self, directory, options, files: int):
+        super().__init__("mqttchat", directory, options)
+        self.files = files
+
+    def start(self, ready_timeout: float = 10.0) -> None:
+        self.starts += 1
+        self._log_file = open(self.log, "ab")
+        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        files = self.files
+        self.proc = subprocess.Popen(
+            self.command(), stdout=self._log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (files, hard)))
+        deadline = time.monotonic() + ready_timeout
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, self.output()
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise AssertionError("broker did not start")
+
+
+def _connack_within(sock: socket.socket, seconds: float) -> bool:
+    sock.settimeout(seconds)
+    try:
+        return sock.recv(4) == b"\x20\x02\x00\x00"
+    except OSError:
+        return False
+
+
+def test_running_out_of_descriptors_pauses_accepting_and_recovers(tmp_path):
+    """The broker accepts plain-TCP sockets itself (to be able to park them). With a soft limit of 64 open
+    files, 100 clients cannot all be accepted: accepting pauses (logged) instead of spinning or failing, the
+    clients already connected keep working, and once descriptors are free again new clients connect."""
+    if mqttchat_bin() is None:
+        pytest.skip("MQTTCHAT_BIN is unset or not a file")
+    broker = LimitedFilesBroker(tmp_path, {"park_idle_connections_after_ms": PARK_MS}, files=64)
+    broker.start()
+    crowd: list[socket.socket] = []
+    try:
+        first = raw.RawClient(broker.port)
+        first.connect_ok(unique("first"))
+        for _ in range(100):
+            s = socket.create_connection(("127.0.0.1", broker.port), timeout=5)  # the kernel's backlog takes it
+            s.sendall(raw.connect("", True, 30))
+            crowd.append(s)
+        answered = sum(1 for s in crowd if _connack_within(s, 0.2))
+        assert answered < 100, "the descriptor limit was never reached"
+        assert "accept failed" in broker.output()
+        topic = unique("park/limit")
+        assert first.subscribe([(topic, 0)]) == [0]  # an accepted client is still served
+        for s in crowd:
+            s.close()
+        crowd.clear()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with raw.RawClient(broker.port) as late:
+                    late.connect_ok(unique("late"))
+                    break
+            except (OSError, AssertionError, TimeoutError):
+                assert time.monotonic() < deadline, "no client could connect after descriptors were freed"
+                time.sleep(0.5)
+        assert broker.alive()
+        first.close()
+    finally:
+        for s in crowd:
+            s.close()
+        broker.stop()
