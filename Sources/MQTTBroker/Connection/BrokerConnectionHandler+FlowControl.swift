@@ -9,7 +9,6 @@ extension BrokerConnectionHandler {
     func noteHanded(_ bytes: Int, delivery: Bool = false) {
         unflushedBytes += bytes
         let now = core.eventLoop.now
-        lastTrafficAt = now  // [park]
         applyOutputGate(delivery ? outputGate.handedDelivery(bytes, now: now) : outputGate.handed(bytes, now: now))
     }
 

@@ -1,7 +1,7 @@
 import NIOCore
 
-/// [park] Parking idle connections: a connection that has neither received nor been handed a byte for
-/// `park_idle_connections_after_ms` gives up its NIO channel (about 2.2 KB per socket) and keeps only its
+/// [park] Parking idle connections: a connection that has neither received anything nor had anything flushed to it
+/// for `park_idle_connections_after_ms` gives up its NIO channel (about 2.2 KB per socket) and keeps only its
 /// descriptor, watched by the broker's ``SocketWatcher``. It comes back on a new channel as soon as the client
 /// sends anything (or closes), or something is written to it. Its session, subscriptions, will and keepalive stay
 /// here meanwhile, so parking changes nothing the client can see but a little latency on the first packet back.
@@ -13,11 +13,11 @@ extension BrokerConnectionHandler {
     /// When the connection should next be looked at for parking; nil when it cannot park (parking off, TLS,
     /// not connected yet, already parked or about to).
     var parkCheckDeadline: NIODeadline? {
-        guard let delay = core.parkingDelay, socketDescriptor != nil, isConnected, parkRequestedAt == nil else {
+        guard let delay = core.parkingDelay, socketDescriptor != nil, let lastHeardAt, parkRequestedAt == nil else {
             return nil
         }
         switch transport {
-        case .pipeline, .relayed: return max(lastTrafficAt + delay, parkNotBefore)
+        case .pipeline, .relayed: return max(max(lastHeardAt, lastFlushedAt) + delay, parkNotBefore)
         case .parked, nil: return nil
         }
     }
@@ -45,7 +45,7 @@ extension BrokerConnectionHandler {
             park(on: duplicate)
             pipeline.context.close(promise: nil)  // NIO closes its descriptor; the duplicate keeps the socket open
         case .relayed(let relayed):
-            parkRequestedAt = lastTrafficAt
+            parkRequestedAt = max(lastHeardAt ?? lastFlushedAt, lastFlushedAt)
             relayed.prepareToPark(descriptor: descriptor, handler: self)
         case .parked, nil:
             return
@@ -62,7 +62,7 @@ extension BrokerConnectionHandler {
             return
         }
         guard let duplicate else { return }  // the channel closed: its inactive event is on its way
-        guard isOpen, requestedAt == lastTrafficAt, isQuiescent else {
+        guard isOpen, requestedAt == max(lastHeardAt ?? lastFlushedAt, lastFlushedAt), isQuiescent else {
             Descriptor.close(duplicate)
             relayed.parkCalledOff()
             if let delay = core.parkingDelay { parkNotBefore = core.eventLoop.now + delay }

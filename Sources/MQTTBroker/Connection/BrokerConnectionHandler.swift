@@ -55,11 +55,13 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     /// The socket's descriptor when the broker accepted it itself (plain TCP): only such a connection can park.
     /// While on a channel, NIO owns it; while parked, ``ParkedSocket`` does.
     @exclusivity(unchecked) var socketDescriptor: CInt?
-    /// When the connection last received or was handed bytes.
-    @exclusivity(unchecked) var lastTrafficAt: NIODeadline
+    /// When output was last flushed to the connection (when the client was last heard from, the state machine
+    /// knows already). Stored per flush with the read batch's time, not per message.
+    @exclusivity(unchecked) var lastFlushedAt: NIODeadline
     /// Counts the connection's parkings, so that a stale report of the watcher can be told apart.
     @exclusivity(unchecked) var parkGeneration: UInt32 = 0
-    /// A relayed socket is stopping its reads so that the connection can park (the traffic time it was asked at).
+    /// A relayed socket is stopping its reads so that the connection can park (when the client had last been
+    /// heard from when that was asked).
     @exclusivity(unchecked) var parkRequestedAt: NIODeadline?
     /// A connection that could not park (something was in progress) is looked at again no sooner than this.
     @exclusivity(unchecked) var parkNotBefore = NIODeadline.uptimeNanoseconds(0)
@@ -68,6 +70,8 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     var isOpen: Bool { stateMachine.isOpen }
     /// Whether CONNECT was accepted and the connection has not been closed.
     var isConnected: Bool { stateMachine.isConnected }
+    /// When the client was last heard from (nil until CONNECT is accepted).
+    var lastHeardAt: NIODeadline? { stateMachine.lastActivity }
 
     /// The broker's logger with this connection's remote address and client identifier as metadata. Built when
     /// something is logged — a few times in a connection's life — rather than stored: a stored copy held a
@@ -106,7 +110,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         self.usesCertificateIdentity = usesCertificateIdentity
         self.socketDescriptor = socketDescriptor
         self.decoder = MQTTPacketDecoder(maximumPacketSize: core.configuration.maxPacketSize)
-        self.lastTrafficAt = core.eventLoop.now
+        self.lastFlushedAt = core.eventLoop.now
         self.stateMachine = ConnectionStateMachine(acceptedAt: core.eventLoop.now, connectTimeout: core.configuration.connectTimeout)
         self.outputGate = PendingOutputGate(  // [flow]
             limit: core.configuration.maxPendingOutputBytes, timeout: core.configuration.slowConsumerTimeout)
@@ -159,7 +163,9 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
             newTransport.setReadingPausedByCore(true)
         }
         core.connectionUnparked(self)
-        lastTrafficAt = core.eventLoop.now  // what woke it is about to be read or written: a full delay before the next park
+        if let delay = core.parkingDelay {  // what woke it is about to be read or written: a full delay first
+            parkNotBefore = core.eventLoop.now + delay
+        }
         armTimer()
     }
 
@@ -191,7 +197,6 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
 
     /// Bytes read from the socket (from the pipeline or a relay).
     func received(_ bytes: ByteBuffer) {
-        lastTrafficAt = core.now  // [park]
         var bytes = bytes
         core.statistics.bytesReceived += UInt64(bytes.readableBytes)
         if cumulation == nil {
@@ -671,6 +676,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     /// Flushes pending writes (called by the core once per batch).
     func flushNow() {
         isDirty = false
+        lastFlushedAt = core.now  // [park]
         handOverOutput()
         flushTransport()
     }
