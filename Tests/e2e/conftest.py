@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import queue
+import resource
 import shutil
 import socket
 import subprocess
@@ -74,7 +75,8 @@ class Broker:
         self._log_file.write(f"---- start #{self.starts}: {' '.join(self.command())}\n".encode())
         self._log_file.flush()
         self.proc = subprocess.Popen(self.command(), stdout=self._log_file,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     **self.popen_options())
         deadline = time.monotonic() + ready_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -87,6 +89,10 @@ class Broker:
         self.stop()
         raise RuntimeError(f"{self.kind} not accepting connections on {self.port} within "
                            f"{ready_timeout}s:\n{self.output()}")
+
+    def popen_options(self) -> dict:
+        """Extra subprocess.Popen arguments for the broker process."""
+        return {}
 
     def stop(self, timeout: float = 5.0) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -117,6 +123,19 @@ class Broker:
     # ---- clients bound to this broker
     def raw(self) -> mqtt_raw.RawClient:
         return mqtt_raw.RawClient(self.port)
+
+
+class FileLimitBroker(Broker):
+    """Our broker with a soft limit of `files` open descriptors (the hard limit unchanged)."""
+
+    def __init__(self, tmp: Path, options: dict, files: int):
+        self.files = files
+        super().__init__("mqttchat", tmp, options)
+
+    def popen_options(self) -> dict:
+        files = self.files
+        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        return {"preexec_fn": lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (files, hard))}
 
 
 class AuthBroker(Broker):

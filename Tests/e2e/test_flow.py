@@ -24,7 +24,7 @@ import time
 import pytest
 
 import mqtt_raw as raw
-from conftest import Broker, Client, mqttchat_bin, unique
+from conftest import Broker, Client, FileLimitBroker, mqttchat_bin, unique
 
 # ------------------------------------------------------------------------------------------ helpers
 
@@ -350,24 +350,7 @@ def test_ten_thousand_concurrent_connections(tmp_path):
     if mqttchat_bin() is None:
         pytest.skip("MQTTCHAT_BIN is unset or not a file")
 
-    class RaisedLimitBroker(Broker):
-        def start(self, ready_timeout: float = 10.0) -> None:
-            self.starts += 1
-            self._log_file = open(self.log, "ab")
-            self.proc = subprocess.Popen(
-                self.command(), stdout=self._log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard)))
-            deadline = time.monotonic() + ready_timeout
-            while time.monotonic() < deadline:
-                assert self.proc.poll() is None, self.output()
-                try:
-                    socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                    return
-                except OSError:
-                    time.sleep(0.05)
-            raise AssertionError("broker did not start")
-
-    broker = RaisedLimitBroker("mqttchat", tmp_path, {"log_level": "warning", "sys_interval": 0})
+    broker = FileLimitBroker(tmp_path, {"log_level": "warning", "sys_interval": 0}, files=target)
     broker.start()
     try:
         rss_before = rss_kib(broker.proc.pid)

@@ -9,7 +9,6 @@ show that the connections really parked.
 
 from __future__ import annotations
 
-import resource
 import socket
 import subprocess
 import time
@@ -17,7 +16,7 @@ import time
 import pytest
 
 import mqtt_raw as raw
-from conftest import Broker, Client, mqttchat_bin, unique
+from conftest import Broker, Client, FileLimitBroker, mqttchat_bin, unique
 
 PARK_MS = 150
 
@@ -101,32 +100,6 @@ def test_a_paho_client_that_only_pings_stays_connected_while_parking(parking_bro
         client.stop()
 
 
-class LimitedFilesBroker(Broker):
-    """Our broker with a soft limit of `files` open descriptors."""
-
-    def __init__(self, directory, options, files: int):
-        super().__init__("mqttchat", directory, options)
-        self.files = files
-
-    def start(self, ready_timeout: float = 10.0) -> None:
-        self.starts += 1
-        self._log_file = open(self.log, "ab")
-        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        files = self.files
-        self.proc = subprocess.Popen(
-            self.command(), stdout=self._log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (files, hard)))
-        deadline = time.monotonic() + ready_timeout
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, self.output()
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("broker did not start")
-
-
 def _connack_within(sock: socket.socket, seconds: float) -> bool:
     sock.settimeout(seconds)
     try:
@@ -141,7 +114,7 @@ def test_running_out_of_descriptors_pauses_accepting_and_recovers(tmp_path):
     clients already connected keep working, and once descriptors are free again new clients connect."""
     if mqttchat_bin() is None:
         pytest.skip("MQTTCHAT_BIN is unset or not a file")
-    broker = LimitedFilesBroker(tmp_path, {"park_idle_connections_after_ms": PARK_MS}, files=64)
+    broker = FileLimitBroker(tmp_path, {"park_idle_connections_after_ms": PARK_MS}, files=64)
     broker.start()
     crowd: list[socket.socket] = []
     try:
