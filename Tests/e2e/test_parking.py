@@ -147,3 +147,19 @@ def test_running_out_of_descriptors_pauses_accepting_and_recovers(tmp_path):
         for s in crowd:
             s.close()
         broker.stop()
+
+
+def test_a_parked_connection_is_logged_with_its_address(parking_broker):
+    """The client's address lived in the NIO channel a parked connection gave up; the broker keeps it, so the
+    log line of a parked client whose keepalive expires still says where it was."""
+    c = raw.RawClient(parking_broker.port)
+    try:
+        local_port = c.sock.getsockname()[1]
+        c.connect_ok(unique("quiet"), keepalive=2)
+        wait_parked(parking_broker.port, 1)
+        assert c.closed_within(6), "keepalive 2 s: closed after 3 s of silence"
+        lines = [line for line in parking_broker.output().splitlines() if "connection closed" in line]
+        assert lines, parking_broker.output()
+        assert f":{local_port}" in lines[-1] and "remote=" in lines[-1], lines[-1]
+    finally:
+        c.close()

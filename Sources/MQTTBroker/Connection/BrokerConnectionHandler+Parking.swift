@@ -78,7 +78,8 @@ extension BrokerConnectionHandler {
     private func park(on duplicate: CInt) {
         parkGeneration &+= 1
         let parked = ParkedSocket(
-            descriptor: duplicate, ticket: SocketWatcher.ticket(descriptor: duplicate, generation: parkGeneration))
+            descriptor: duplicate, ticket: SocketWatcher.ticket(descriptor: duplicate, generation: parkGeneration),
+            remoteAddress: transport?.remoteAddress)
         transport = .parked(parked)
         socketDescriptor = duplicate
         guard core.connectionParked(self, parked) else {

@@ -40,7 +40,7 @@ enum ConnectionTransport {
         switch self {
         case .pipeline(let pipeline): pipeline.context.channel.remoteAddress
         case .relayed(let relayed): relayed.channel.remoteAddress
-        case .parked: nil
+        case .parked(let parked): parked.remoteAddress
         }
     }
 
@@ -76,14 +76,17 @@ final class ParkedSocket {
     @exclusivity(unchecked) var pendingWrites: [ByteBuffer] = []
     /// The flushed bytes among them, reported written once the new channel has written them.
     @exclusivity(unchecked) var pendingReportedBytes = 0
+    /// The client's address, kept from the channel for the logs (a parked connection still logs where it is).
+    let remoteAddress: SocketAddress?
     /// The socket was handed to NIO; the channel is on its way.
     @exclusivity(unchecked) var isUnparking = false
     /// The connection was closed while its channel was on its way: close the channel when it arrives.
     @exclusivity(unchecked) var closeWhenAttached = false
 
-    init(descriptor: CInt, ticket: SocketWatcher.Ticket) {
+    init(descriptor: CInt, ticket: SocketWatcher.Ticket, remoteAddress: SocketAddress?) {
         self.descriptor = descriptor
         self.ticket = ticket
+        self.remoteAddress = remoteAddress
     }
 }
 
