@@ -63,9 +63,8 @@ struct ParkingLiveTests {
                     return
                 }
                 #expect(ack.packetID == UInt16(round))
-                let delivered = try await subscriber.nextPublish()
+                let delivered = try await subscriber.nextPublish()  // acknowledged by nextPublish
                 #expect(String(buffer: delivered.payload) == "m\(round)")
-                try await subscriber.send(.puback(PubAckPacket(packetID: delivered.packetID ?? 0)))
             }
             let counts = try await server.withCore { $0.parkCounts }
             #expect((counts?.parked ?? 0) >= 6)
@@ -117,6 +116,64 @@ struct ParkingLiveTests {
             // Keepalive 1 s: closed after 1.5 s of silence.
             #expect(await client.closedByBroker(within: .seconds(4)))
             #expect(try await eventually(server) { $0.parkedConnections.isEmpty && $0.connections.isEmpty })
+        }
+    }
+
+    @Test("a QoS 2 publish whose PUBREL comes after a park is delivered exactly once")
+    func qos2HandshakeAcrossPark() async throws {
+        try await parkingBroker { server, address in
+            let (subscriber, _) = try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "sub2"))
+            _ = try await subscriber.subscribe("q2/#", qos: .exactlyOnce)
+            let (publisher, _) = try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "pub2"))
+            try await publisher.send(
+                .publish(PublishPacket(topic: "q2/a", payload: ByteBuffer(string: "once"), qos: .exactlyOnce, packetID: 7)))
+            guard case .pubrec(let pubrec) = try await publisher.next() else {
+                Issue.record("expected PUBREC")
+                return
+            }
+            #expect(pubrec.packetID == 7)
+            // The publisher parks holding the packet id; a duplicate and the PUBREL come after.
+            #expect(try await eventually(server) { $0.parkedConnections.count >= 1 && $0.parkCounts.parked >= 1 })
+            try await Task.sleep(for: .milliseconds(3 * 40))
+            try await publisher.send(
+                .publish(PublishPacket(topic: "q2/a", payload: ByteBuffer(string: "once"), qos: .exactlyOnce, dup: true, packetID: 7)))
+            guard case .pubrec = try await publisher.next() else {
+                Issue.record("expected PUBREC for the duplicate")
+                return
+            }
+            try await publisher.send(.pubrel(PubRelPacket(packetID: 7)))
+            guard case .pubcomp(let pubcomp) = try await publisher.next() else {
+                Issue.record("expected PUBCOMP")
+                return
+            }
+            #expect(pubcomp.packetID == 7)
+            // Exactly one delivery, through the subscriber's own QoS 2 handshake (nextPublish sends the PUBREC).
+            let delivered = try await subscriber.nextPublish()
+            #expect(String(buffer: delivered.payload) == "once")
+            guard case .pubrel = try await subscriber.next() else {
+                Issue.record("expected PUBREL")
+                return
+            }
+            try await subscriber.send(.pubcomp(PubCompPacket(packetID: delivered.packetID ?? 0)))
+            await #expect(throws: (any Error).self) { try await subscriber.next(timeout: .milliseconds(300)) }
+            await subscriber.close()
+            await publisher.close()
+        }
+    }
+
+    @Test("a client id taken over from a parked connection closes the parked socket")
+    func takeoverOfParked() async throws {
+        try await parkingBroker { server, address in
+            let (first, _) = try await LiveClient.connect(
+                to: address, ConnectPacket(cleanSession: false, clientIdentifier: "same"))
+            #expect(try await eventually(server) { $0.parkedConnections.count == 1 })
+            let (second, connack) = try await LiveClient.connect(
+                to: address, ConnectPacket(cleanSession: false, clientIdentifier: "same"))
+            #expect(connack.returnCode == .accepted)
+            #expect(connack.sessionPresent)
+            #expect(await first.closedByBroker(within: .seconds(3)))
+            #expect(try await eventually(server) { $0.connections.count == 1 })
+            await second.close()
         }
     }
 
