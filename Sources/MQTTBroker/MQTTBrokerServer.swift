@@ -117,18 +117,19 @@ public final class MQTTBrokerServer: Service, Sendable {
             return (bootstrap: bootstrap, listener: listener)
         }
         let boundBootstraps = NIOLoopBound(bootstraps, eventLoop: coreLoop)
-        let watcher: SocketWatcher?
+        let parking: (watcher: SocketWatcher, adopter: SocketAdopter)?
         do {
-            watcher = try makeSocketWatcher(core: boundCore, socketGroup: socketGroup)
+            parking = try makeSocketWatcher(core: boundCore, socketGroup: socketGroup)
         } catch {
             return eventLoop.makeFailedFuture(error)
         }
+        let watcher = parking?.watcher
         let binds = core.openPersistence().flatMap {  // [persist] recover before accepting clients
             EventLoopFuture.whenAllComplete(
                 boundBootstraps.value.map { bootstrap, listener in
                     // [park] Plain TCP is accepted by the watcher, which needs each socket's descriptor.
-                    if let watcher, listener.tls == nil {
-                        return self.listenOwnSocket(listener, watcher: watcher, core: boundCore)
+                    if let parking, listener.tls == nil {
+                        return self.listenOwnSocket(listener, watcher: parking.watcher, adopter: parking.adopter)
                     }
                     return bootstrap.bind(host: listener.host, port: listener.port).map { channel in
                         ListenerBinding.channel(channel)
@@ -168,7 +169,7 @@ public final class MQTTBrokerServer: Service, Sendable {
     /// [park] Starts the socket watcher when parking is on, and tells the core how to park and unpark.
     private func makeSocketWatcher(
         core: NIOLoopBound<BrokerCore>, socketGroup: any EventLoopGroup
-    ) throws -> SocketWatcher? {
+    ) throws -> (watcher: SocketWatcher, adopter: SocketAdopter)? {
         guard configuration.parkIdleConnectionsAfter != nil else { return nil }
         let logger = self.logger
         let watcher = try SocketWatcher(
@@ -176,19 +177,19 @@ public final class MQTTBrokerServer: Service, Sendable {
                 core.eventLoop.execute { core.value.parkedSocketsReady(tickets) }
             },
             onAcceptError: { message in logger.error("\(message)") })
+        let adopter = SocketAdopter(socketGroup: socketGroup, core: core)
         state.value.socketWatcher = watcher
         core.value.socketWatcher = watcher
-        core.value.socketAdopter = SocketAdopter(socketGroup: socketGroup, core: core)
-        return watcher
+        core.value.socketAdopter = adopter
+        return (watcher, adopter)
     }
 
     /// [park] Binds a plain-TCP listener on a socket of the broker's own, accepted by the watcher.
     private func listenOwnSocket(
-        _ listener: BrokerConfiguration.Listener, watcher: SocketWatcher, core: NIOLoopBound<BrokerCore>
+        _ listener: BrokerConfiguration.Listener, watcher: SocketWatcher, adopter: SocketAdopter
     ) -> EventLoopFuture<ListenerBinding> {
         eventLoop.makeCompletedFuture {
             let (descriptor, address) = try ListeningSocket.open(host: listener.host, port: listener.port)
-            guard let adopter = core.value.socketAdopter else { throw MQTTBrokerError.alreadyShutDown }
             let logger = self.logger
             do {
                 try watcher.addListener(descriptor) { socket in

@@ -22,6 +22,16 @@ extension BrokerConnectionHandler {
         }
     }
 
+    /// When the connection last received a packet or had output flushed.
+    private var lastTrafficAt: NIODeadline {
+        max(lastHeardAt ?? lastFlushedAt, lastFlushedAt)
+    }
+
+    /// Looks at the connection for parking again no sooner than one delay after `now`.
+    func postponeParking(from now: NIODeadline) {
+        if let delay = core.parkingDelay { parkNotBefore = now + delay }
+    }
+
     /// Whether nothing is in progress on the connection or in its session.
     private var isQuiescent: Bool {
         guard hasNothingPending, let session, session.connection === self else { return false }
@@ -31,21 +41,21 @@ extension BrokerConnectionHandler {
     /// The connection has been quiet for the parking delay: park it if nothing is in progress, or look again one
     /// delay later.
     func considerParking(now: NIODeadline) {
-        guard let delay = core.parkingDelay, let descriptor = socketDescriptor else { return }
+        guard let descriptor = socketDescriptor else { return }
         guard isQuiescent else {
-            parkNotBefore = now + delay
+            postponeParking(from: now)
             return
         }
         switch transport {
         case .pipeline(let pipeline):
             guard let duplicate = Descriptor.duplicate(descriptor) else {
-                parkNotBefore = now + delay
+                postponeParking(from: now)
                 return
             }
             park(on: duplicate)
             pipeline.context.close(promise: nil)  // NIO closes its descriptor; the duplicate keeps the socket open
         case .relayed(let relayed):
-            parkRequestedAt = max(lastHeardAt ?? lastFlushedAt, lastFlushedAt)
+            parkRequestedAt = lastTrafficAt
             relayed.prepareToPark(descriptor: descriptor, handler: self)
         case .parked, nil:
             return
@@ -62,10 +72,10 @@ extension BrokerConnectionHandler {
             return
         }
         guard let duplicate else { return }  // the channel closed: its inactive event is on its way
-        guard isOpen, requestedAt == max(lastHeardAt ?? lastFlushedAt, lastFlushedAt), isQuiescent else {
+        guard isOpen, requestedAt == lastTrafficAt, isQuiescent else {
             Descriptor.close(duplicate)
             relayed.parkCalledOff()
-            if let delay = core.parkingDelay { parkNotBefore = core.eventLoop.now + delay }
+            postponeParking(from: core.eventLoop.now)
             armTimer()
             return
         }
@@ -104,7 +114,7 @@ extension BrokerConnectionHandler {
 
     /// NIO could not take the socket back; it closed it.
     func unparkFailed(_ parked: ParkedSocket) {
-        guard case .parked(let current) = transport, current === parked else { return }
+        guard case .parked(let current) = transport, current === parked else { return }  // closed meanwhile
         transport = nil
         close(.connectionLost)
         core.flushDirty()

@@ -163,9 +163,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
             newTransport.setReadingPausedByCore(true)
         }
         core.connectionUnparked(self)
-        if let delay = core.parkingDelay {  // what woke it is about to be read or written: a full delay first
-            parkNotBefore = core.eventLoop.now + delay
-        }
+        postponeParking(from: core.eventLoop.now)  // what woke it is about to be read or written: a full delay first
         armTimer()
     }
 

@@ -50,13 +50,13 @@ struct ConnectionStateMachine: Sendable {
         return true
     }
 
-    /// The deadline the timer should first fire at.
     /// When the last packet was received (CONNECT's acceptance at first); nil unless connected.
     var lastActivity: NIODeadline? {
         if case .connected(_, let lastActivity) = state { return lastActivity }
         return nil
     }
 
+    /// The deadline the timer should first fire at.
     var nextDeadline: NIODeadline? {
         switch state {
         case .awaitingConnect(let deadline): return deadline

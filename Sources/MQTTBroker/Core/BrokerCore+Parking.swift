@@ -31,12 +31,11 @@ extension BrokerCore {
         return true
     }
 
-    /// Stops watching a parked socket (it closes, or goes back to NIO).
+    /// Stops watching a parked socket (it closes, or goes back to NIO). The socket is still open, so no other
+    /// connection can hold its descriptor number in the registry.
     func releaseParked(_ parked: ParkedSocket) {
         socketWatcher?.unwatch(parked.descriptor)
-        if parkedConnections[parked.descriptor]?.transportIsParked(parked) == true {
-            parkedConnections[parked.descriptor] = nil
-        }
+        parkedConnections[parked.descriptor] = nil
     }
 
     /// Hands a parked socket back to NIO for `connection`; the new channel attaches itself
@@ -68,13 +67,5 @@ extension BrokerCore {
             else { continue }
             connection.unpark()
         }
-    }
-}
-
-extension BrokerConnectionHandler {
-    /// Whether the connection is parked on `parked`.
-    func transportIsParked(_ parked: ParkedSocket) -> Bool {
-        if case .parked(let current) = transport { return current === parked }
-        return false
     }
 }
