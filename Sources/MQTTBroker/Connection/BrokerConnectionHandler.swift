@@ -40,6 +40,9 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     @exclusivity(unchecked) private(set) var will: ConnectPacket.Will?
     /// Whether there are unflushed writes (managed by ``BrokerCore/markDirty(_:)``).
     @exclusivity(unchecked) var isDirty = false
+    /// Whether everything written since the last flush acknowledges the client's own publishes (PUBACK, PUBREC,
+    /// PUBCOMP): output that may wait for the end of the loop tick (``BrokerCore/flushDirty(deferringAcknowledgements:)``).
+    @exclusivity(unchecked) var holdsOnlyAcknowledgements = true
     /// The allocator for encoding: every broker socket uses NIO's default allocator.
     var allocator: ByteBufferAllocator { core.allocator }
     // [flow] flow control (BrokerConnectionHandler+FlowControl.swift).
@@ -213,7 +216,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     /// writes made outside a read (timers, relayed sockets, other connections' closing).
     func channelReadComplete(context: ChannelHandlerContext) {
         core.pipelineReadEnds()
-        core.flushDirty()
+        core.flushDirty(deferringAcknowledgements: true)
         context.fireChannelReadComplete()
     }
 
@@ -621,6 +624,10 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
             written = buffer.writerIndex - start
         }
         guard written > 0 else { return }
+        switch packet {
+        case .puback, .pubrec, .pubcomp: break
+        default: holdsOnlyAcknowledgements = false
+        }
         core.statistics.messagesSent += 1
         core.statistics.bytesSent += UInt64(written)
         noteHanded(written)  // [flow]
@@ -664,6 +671,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     }
 
     private func notePublishWritten(bytes: Int) {
+        holdsOnlyAcknowledgements = false
         core.statistics.messagesSent += 1
         core.statistics.publishSent += 1
         core.statistics.bytesSent += UInt64(bytes)
@@ -674,6 +682,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     /// Flushes pending writes (called by the core once per batch).
     func flushNow() {
         isDirty = false
+        holdsOnlyAcknowledgements = true
         lastFlushedAt = core.now  // [park]
         handOverOutput()
         flushTransport()

@@ -347,12 +347,8 @@ final class BrokerCore {
         guard !connection.isDirty else { return }
         connection.isDirty = true
         dirtyConnections.append(connection)
-        guard !flushScheduled, !isInPipelineRead else { return }
-        flushScheduled = true
-        eventLoop.assumeIsolated().execute { [self] in
-            flushScheduled = false
-            flushDirty()
-        }
+        guard !isInPipelineRead else { return }
+        scheduleEndOfTickFlush()
     }
 
     // MARK: Output buffers
@@ -379,19 +375,37 @@ final class BrokerCore {
         spareOutputBuffers.append(buffer)
     }
 
-    /// Flushes every connection written to since the last call.
-    func flushDirty() {
+    /// Flushes every connection written to since the last call. `deferringAcknowledgements` (at the end of a read
+    /// batch) leaves connections that hold nothing but acknowledgements of their own publishes for the end of the
+    /// loop tick: the deliveries of every socket ready in this tick leave before any publisher's PUBACK.
+    func flushDirty(deferringAcknowledgements: Bool = false) {
         guard !dirtyConnections.isEmpty else { return }
         // Two arrays take turns, so a flush allocates nothing; a flush nested in another (a write completing
         // inside the outer flush) finds no spare and starts an empty list.
         var pending = spareDirtyConnections
         spareDirtyConnections = []
         swap(&pending, &dirtyConnections)
+        var deferred = false
         for connection in pending {
-            connection.flushNow()
+            if deferringAcknowledgements && connection.holdsOnlyAcknowledgements {
+                dirtyConnections.append(connection)
+                deferred = true
+            } else {
+                connection.flushNow()
+            }
         }
         pending.removeAll(keepingCapacity: true)
         spareDirtyConnections = pending
+        if deferred { scheduleEndOfTickFlush() }
+    }
+
+    private func scheduleEndOfTickFlush() {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        eventLoop.assumeIsolated().execute { [self] in
+            flushScheduled = false
+            flushDirty()
+        }
     }
 
     // MARK: Sessions

@@ -71,6 +71,12 @@ final class EmbeddedClient {
         // A read batch flushes what it wrote; writes made outside a read leave at the end of the loop tick
         // (BrokerCore.markDirty): finish the tick.
         channel.embeddedEventLoop.run()
+        return try flushedBeforeEndOfTick()
+    }
+
+    /// What the broker flushed to this client so far without finishing the loop tick: the output of read batches,
+    /// not what waits for the end of the tick (acknowledgements, timers).
+    func flushedBeforeEndOfTick() throws -> [MQTTPacket] {
         while var chunk = try channel.readOutbound(as: ByteBuffer.self) {
             pending.writeBuffer(&chunk)
         }
