@@ -101,6 +101,7 @@ public final class MQTTBrokerServer: Service, Sendable {
                 // Each socket keeps its last receive buffer for reuse: start it small so idle connections cost
                 // little; it grows on its own when reads fill it.
                 .childChannelOption(.recvAllocator, value: Self.receiveBufferSizing)
+                .childChannelOption(.writeBufferWaterMark, value: Self.writabilityMeansNothingQueued)
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try tls?.addHandlers(to: channel, logger: logger)  // [tls] TLS first, MQTT behind it
@@ -227,6 +228,13 @@ public final class MQTTBrokerServer: Service, Sendable {
     /// Receive buffers start at 64 bytes instead of NIO's 2,048 (a CONNECT is tens of bytes, and NIO keeps each
     /// socket's last buffer for reuse) and grow four-fold per read that fills them, up to 64 KiB.
     static let receiveBufferSizing = ReceiveBufferSizing(minimum: 64, initial: 64, maximum: 65536)
+
+    /// Every broker socket is unwritable from its first unwritten byte until NIO's write queue is empty again
+    /// (unwritable above `high`, writable again below `low`; every MQTT packet has at least two bytes). So right
+    /// after a flush, `isWritable` tells whether the kernel took everything (``PipelineChannel/flush(reportingWritten:to:)``):
+    /// an atomic load, where asking for `bufferedWritableBytes` costs a chain of dynamic casts on every flush.
+    /// The broker bounds unwritten output itself (``PendingOutputGate``), so it needs no watermark of NIO's.
+    static let writabilityMeansNothingQueued = ChannelOptions.Types.WriteBufferWaterMark(low: 1, high: 1)
 
     /// The group accepted sockets are spread over: the core's loop alone for one loop, the server's group when it
     /// has exactly ``BrokerConfiguration/eventLoopCount`` loops, otherwise a group of that size the broker owns.

@@ -122,9 +122,10 @@ final class PipelineChannel {
         guard let last = held else { return }
         held = nil
         context.writeAndFlush(NIOAny(last), promise: nil)
-        // A closed channel cannot tell: its queue was failed, which counts as written, as a failed promise did.
-        let pending = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
-        guard pending > 0 else {
+        // Writable right after the flush: nothing is left in NIO's queue (the broker's sockets are unwritable from
+        // their first queued byte, ``MQTTBrokerServer/writabilityMeansNothingQueued``). A closed channel's queue
+        // was failed, which counts as written, as a failed promise did.
+        guard !context.channel.isWritable && context.channel.isActive else {
             if heldIsOwnBuffer { handler.core.recycleOutputBuffer(last) }
             handler.outputWritten(bytes)
             return

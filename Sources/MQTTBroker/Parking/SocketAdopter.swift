@@ -17,6 +17,7 @@ struct SocketAdopter: Sendable {
         let core = self.core
         return ClientBootstrap(group: socketGroup)
             .channelOption(.recvAllocator, value: MQTTBrokerServer.receiveBufferSizing)
+            .channelOption(.writeBufferWaterMark, value: MQTTBrokerServer.writabilityMeansNothingQueued)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if channel.eventLoop === core.eventLoop {
