@@ -8,8 +8,10 @@ extension BrokerConnectionHandler {
     /// `bytes` were handed to the transport (not flushed yet); a `delivery` is a PUBLISH to the client.
     func noteHanded(_ bytes: Int, delivery: Bool = false) {
         unflushedBytes += bytes
-        let now = core.eventLoop.now
-        applyOutputGate(delivery ? outputGate.handedDelivery(bytes, now: now) : outputGate.handed(bytes, now: now))
+        // The gate reads the clock only when the output becomes blocked: not once per write.
+        applyOutputGate(
+            delivery
+                ? outputGate.handedDelivery(bytes, now: core.eventLoop.now) : outputGate.handed(bytes, now: core.eventLoop.now))
     }
 
     /// Flushes the transport; the socket's loop reports the batch's bytes back once they are written.

@@ -679,11 +679,11 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         core.markDirty(self)
     }
 
-    /// Flushes pending writes (called by the core once per batch).
-    func flushNow() {
+    /// Flushes pending writes (called by the core once per batch, `now` being the batch's time).
+    func flushNow(at now: NIODeadline) {
         isDirty = false
         holdsOnlyAcknowledgements = true
-        lastFlushedAt = core.now  // [park]
+        lastFlushedAt = now  // [park]
         handOverOutput()
         flushTransport()
     }

@@ -386,12 +386,13 @@ final class BrokerCore {
         spareDirtyConnections = []
         swap(&pending, &dirtyConnections)
         var deferred = false
+        let now = self.now  // one clock read per flush of the dirty list, not one per connection
         for connection in pending {
             if deferringAcknowledgements && connection.holdsOnlyAcknowledgements {
                 dirtyConnections.append(connection)
                 deferred = true
             } else {
-                connection.flushNow()
+                connection.flushNow(at: now)
             }
         }
         pending.removeAll(keepingCapacity: true)
