@@ -78,8 +78,8 @@ struct SlowConsumerLiveTests {
             }
             let droppedForSlow = try await server.withCore { $0.statistics.publishDroppedSlowConsumer } ?? 0
             #expect(droppedForSlow > 0, "the non-reading subscriber's copies were never dropped")
-            // Most of them: the kernel holds a few MiB at most.
-            #expect(droppedForSlow > UInt64(Self.messageCount / 2))
+            // A good part of them: the kernel holds at most its send buffer limit (4 MiB here, `tcp_wmem`).
+            #expect(droppedForSlow > UInt64(Self.messageCount / 4))
             // Not one of the reading subscriber's copies is dropped for the other's sake.
             #expect(received == Self.messageCount)
             await publisher.close()
