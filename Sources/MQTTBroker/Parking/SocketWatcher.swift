@@ -11,7 +11,8 @@ import NIOCore
 /// One thread of the broker's own, blocked in `epoll_wait`, that watches two kinds of sockets:
 /// - the plain-TCP listening sockets: it accepts their connections and hands each new socket to `onAccepted` of its
 ///   listener (which gives it to SwiftNIO);
-/// - the sockets of parked connections (``ConnectionParking``): idle connections whose NIO channel was released.
+/// - the sockets of parked connections (``BrokerConnectionHandler`` + Parking): idle connections whose NIO channel
+///   was released.
 ///   When one becomes readable (the client sent something, or closed), its ticket goes to `onParkedReady` with the
 ///   others of the same wake-up, in one call.
 ///
@@ -137,6 +138,7 @@ final class SocketWatcher: Sendable {
     private func run() {
         var events = [epoll_event](repeating: epoll_event(), count: 256)
         var ready: [Ticket] = []
+        var acceptOn: [Int] = []
         while true {
             let timeout = acceptResumeTimeoutMilliseconds()
             let count = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, CInt($0.count), timeout) }
@@ -145,7 +147,7 @@ final class SocketWatcher: Sendable {
                 break
             }
             ready.removeAll(keepingCapacity: true)
-            var acceptOn: [Int] = []
+            acceptOn.removeAll(keepingCapacity: true)
             for event in events.prefix(Int(count)) {
                 let data = event.data.u64
                 if data == Self.wakeupTag {
