@@ -373,6 +373,40 @@ def unique(prefix: str = "e2e") -> str:
     return f"{prefix}/{uuid.uuid4().hex[:10]}"
 
 
+# --------------------------------------------------------------------------- $SYS
+
+def sys_values(port: int, wanted: set[str] | None = None, timeout: float = 3.0) -> dict[str, str]:
+    """The retained $SYS values, read with a fresh raw client: every `$SYS/broker/#` topic until none arrives
+    for 0.3 s, or only the `wanted` topics, returning as soon as all of them arrived (a short-lived reader then
+    leaves before it could park itself)."""
+    with mqtt_raw.RawClient(port) as c:
+        c.connect_ok(unique("sys"))
+        c.subscribe([(topic, 0) for topic in sorted(wanted)] if wanted else [("$SYS/broker/#", 0)])
+        seen: dict[str, str] = {}
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not (wanted and wanted <= seen.keys()):
+            try:
+                p = c.recv(max(0.01, deadline - time.monotonic()) if wanted else 0.3)
+            except TimeoutError:
+                break
+            if p.ptype == mqtt_raw.PUBLISH:
+                seen[p.topic] = p.payload.decode(errors="replace")
+        return seen
+
+
+def wait_sys(port: int, topic: str, predicate, timeout: float = 8.0,
+             wanted: set[str] | None = None) -> dict[str, str]:
+    """Polls $SYS (see `sys_values`) until `predicate(int(value of topic))` holds (sys_interval is 1 s)."""
+    deadline = time.monotonic() + timeout
+    values: dict[str, str] = {}
+    while time.monotonic() < deadline:
+        values = sys_values(port, wanted)
+        if topic in values and predicate(int(values[topic])):
+            return values
+        time.sleep(0.3)
+    raise AssertionError(f"{topic} never satisfied the condition: {values.get(topic)!r}\n{values}")
+
+
 # --------------------------------------------------------------------------- mosquitto_pub / mosquitto_sub
 
 def mosquitto_pub(broker: Broker, topic: str, message: str, qos: int = 0, retain: bool = False,

@@ -24,7 +24,7 @@ import time
 import pytest
 
 import mqtt_raw as raw
-from conftest import Broker, Client, FileLimitBroker, mqttchat_bin, unique
+from conftest import Broker, Client, FileLimitBroker, mqttchat_bin, unique, wait_sys
 
 # ------------------------------------------------------------------------------------------ helpers
 
@@ -35,35 +35,6 @@ def rss_kib(pid: int) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     raise AssertionError("no VmRSS")
-
-
-def sys_values(port: int, timeout: float = 3.0) -> dict[str, str]:
-    """The retained $SYS/broker/# values, read with a fresh raw client."""
-    with raw.RawClient(port) as c:
-        c.connect_ok(unique("sys"))
-        c.subscribe([("$SYS/broker/#", 0)])
-        seen: dict[str, str] = {}
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                p = c.recv(0.3)
-            except TimeoutError:
-                break
-            if p.ptype == raw.PUBLISH:
-                seen[p.topic] = p.payload.decode(errors="replace")
-        return seen
-
-
-def wait_sys(port: int, topic: str, predicate, timeout: float = 8.0) -> dict[str, str]:
-    """Polls $SYS until `predicate(int(value of topic))` holds (sys_interval is 1 s)."""
-    deadline = time.monotonic() + timeout
-    values: dict[str, str] = {}
-    while time.monotonic() < deadline:
-        values = sys_values(port)
-        if topic in values and predicate(int(values[topic])):
-            return values
-        time.sleep(0.5)
-    raise AssertionError(f"{topic} never satisfied the condition: {values.get(topic)!r}\n{values}")
 
 
 @pytest.fixture

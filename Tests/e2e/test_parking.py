@@ -16,39 +16,23 @@ import time
 import pytest
 
 import mqtt_raw as raw
-from conftest import Broker, Client, FileLimitBroker, mqttchat_bin, unique
+from conftest import Broker, Client, FileLimitBroker, mqttchat_bin, sys_values, unique, wait_sys
 
 PARK_MS = 150
 
 
-def sys_values(port: int, timeout: float = 3.0) -> dict[str, str]:
-    """The retained clients/parked and clients/parkings values, read right after subscribing and before this
-    short-lived reader could park itself (the values were computed at the last $SYS publish, 1 s at most ago)."""
-    wanted = {"$SYS/broker/clients/parked", "$SYS/broker/clients/parkings"}
-    with raw.RawClient(port) as c:
-        c.connect_ok(unique("sys"))
-        c.subscribe([(topic, 0) for topic in sorted(wanted)])
-        seen: dict[str, str] = {}
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not wanted <= seen.keys():
-            try:
-                p = c.recv(max(0.01, deadline - time.monotonic()))
-            except TimeoutError:
-                break
-            if p.ptype == raw.PUBLISH:
-                seen[p.topic] = p.payload.decode(errors="replace")
-        return seen
+PARKED = "$SYS/broker/clients/parked"
+PARKINGS = "$SYS/broker/clients/parkings"
+PARKING_TOPICS = {PARKED, PARKINGS}
 
 
-def wait_parked(port: int, at_least: int, timeout: float = 8.0) -> dict[str, str]:
-    deadline = time.monotonic() + timeout
-    values: dict[str, str] = {}
-    while time.monotonic() < deadline:
-        values = sys_values(port)
-        if int(values.get("$SYS/broker/clients/parked", "0")) >= at_least:
-            return values
-        time.sleep(0.3)
-    raise AssertionError(f"fewer than {at_least} connections parked: {values}")
+def parking_values(port: int) -> dict[str, str]:
+    """clients/parked and clients/parkings, as computed at the last $SYS publish (1 s at most ago)."""
+    return sys_values(port, PARKING_TOPICS)
+
+
+def wait_parked(port: int, at_least: int) -> dict[str, str]:
+    return wait_sys(port, PARKED, lambda parked: parked >= at_least, wanted=PARKING_TOPICS)
 
 
 @pytest.fixture
@@ -76,8 +60,8 @@ def test_parked_paho_subscribers_get_every_qos_from_mosquitto_pub(parking_broker
             got = [m.payload.decode() for m in s.get_n(3)]
             assert got == ["qos0", "qos1", "qos2"]
             s.no_message(0.3)  # nothing twice
-        values = sys_values(parking_broker.port)
-        assert int(values["$SYS/broker/clients/parkings"]) >= 15, values
+        values = parking_values(parking_broker.port)
+        assert int(values[PARKINGS]) >= 15, values
     finally:
         for s in subscribers:
             s.stop()
@@ -87,10 +71,10 @@ def test_a_paho_client_that_only_pings_stays_connected_while_parking(parking_bro
     client = Client(parking_broker.port, keepalive=1).connect()
     try:
         wait_parked(parking_broker.port, 1)
-        before = int(sys_values(parking_broker.port)["$SYS/broker/clients/parkings"])
+        before = int(parking_values(parking_broker.port)[PARKINGS])
         time.sleep(4)  # paho pings every second; each ping brings the connection back, then it parks again
         assert not client.disconnected.is_set()
-        after = int(sys_values(parking_broker.port)["$SYS/broker/clients/parkings"])
+        after = int(parking_values(parking_broker.port)[PARKINGS])
         assert after - before >= 3, (before, after)
         topic = unique("park/still")
         assert client.subscribe(topic, 1) == 1

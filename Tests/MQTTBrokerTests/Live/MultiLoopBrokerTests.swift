@@ -1,7 +1,6 @@
 import Foundation
 import MQTTCore
 import NIOCore
-import NIOPosix
 import Testing
 
 @testable import MQTTBroker
@@ -14,15 +13,7 @@ struct MultiLoopBrokerTests {
     func withFourLoopBroker<T>(
         _ body: (MQTTBrokerServer, SocketAddress) async throws -> T
     ) async throws -> T {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 4)
-        do {
-            let result = try await withLiveBroker({ $0.eventLoopCount = 4 }, eventLoopGroup: group, body)
-            try await group.shutdownGracefully()
-            return result
-        } catch {
-            try? await group.shutdownGracefully()
-            throw error
-        }
+        try await withLiveBroker(loops: 4, { _ in }, body)
     }
 
     @Test("QoS 2 under concurrent subscribe, unsubscribe and publish on four loops: exactly once, in order, in window")

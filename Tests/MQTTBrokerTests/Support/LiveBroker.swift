@@ -29,6 +29,27 @@ func withLiveBroker<T>(
     }
 }
 
+/// ``withLiveBroker(_:eventLoopGroup:_:)`` on a group of `loops` event loops of its own, over which the broker spreads
+/// its sockets; the group is shut down afterwards.
+func withLiveBroker<T>(
+    loops: Int, _ configure: (inout BrokerConfiguration) -> Void = { _ in },
+    _ body: (MQTTBrokerServer, SocketAddress) async throws -> T
+) async throws -> T {
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: loops)
+    do {
+        let result = try await withLiveBroker(
+            {
+                $0.eventLoopCount = loops
+                configure(&$0)
+            }, eventLoopGroup: group, body)
+        try await group.shutdownGracefully()
+        return result
+    } catch {
+        try? await group.shutdownGracefully()
+        throw error
+    }
+}
+
 extension MQTTBrokerServer {
     /// Waits (bounded) until the broker holds `count` subscriptions, so a test knows a subscriber is ready.
     func waitForSubscriptions(_ count: Int, timeout: Duration = .seconds(5)) async throws -> Bool {
