@@ -141,6 +141,12 @@ let package = Package(
             dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: strictSettings
         ),
+        // The latency floor of an MQTT forwarder on SwiftNIO (README, Benchmarks: latency).
+        .executableTarget(
+            name: "NIORelayFloor",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "FuzzPacketDecoder",
             dependencies: ["MQTTCore", .product(name: "NIOCore", package: "swift-nio")],
