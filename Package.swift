@@ -144,7 +144,7 @@ let package = Package(
         // The latency floor of an MQTT forwarder on SwiftNIO (README, Benchmarks: latency).
         .executableTarget(
             name: "NIORelayFloor",
-            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: ["MQTTCore", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: strictSettings
         ),
         .executableTarget(

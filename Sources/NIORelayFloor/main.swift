@@ -14,6 +14,7 @@
 // Usage: NIORelayFloor [--coalesce] [--defer-acks] [--watermark] [port]   (0 or none: a free port).
 // Prints "listening on 127.0.0.1:PORT".
 
+import MQTTCore
 import NIOCore
 import NIOPosix
 
@@ -123,26 +124,22 @@ final class RelayHandler: ChannelInboundHandler {
         context.fireChannelInactive()
     }
 
-    /// Cuts the next packet from `buffer` (fixed header, remaining length of at most four bytes, body).
+    /// Cuts the next packet from `buffer` (first byte, remaining length, body).
     static func frame(_ buffer: inout ByteBuffer) -> Framing {
         let start = buffer.readerIndex
-        guard let firstByte: UInt8 = buffer.getInteger(at: start) else { return .needMoreBytes }
-        var length = 0
-        var index = start + 1
-        for shift in stride(from: 0, through: 21, by: 7) {
-            guard let byte: UInt8 = buffer.getInteger(at: index) else { return .needMoreBytes }
-            length |= Int(byte & 0x7F) << shift
-            index += 1
-            if byte & 0x80 == 0 {
-                let headerLength = index - start
-                guard let body = buffer.getSlice(at: index, length: length),
-                      let bytes = buffer.getSlice(at: start, length: headerLength + length)
-                else { return .needMoreBytes }
-                buffer.moveReaderIndex(forwardBy: headerLength + length)
-                return .packet(FramedPacket(firstByte: firstByte, body: body, bytes: bytes))
-            }
+        guard buffer.readableBytes > 0 else { return .needMoreBytes }
+        let length: (value: Int, byteCount: Int)?
+        do {
+            length = try buffer.getMQTTVariableByteInteger(at: start + 1)
+        } catch {
+            return .malformedLength
         }
-        return .malformedLength
+        guard let (bodyLength, lengthByteCount) = length,
+              let firstByte: UInt8 = buffer.getInteger(at: start),
+              let body = buffer.getSlice(at: start + 1 + lengthByteCount, length: bodyLength),
+              let bytes = buffer.readSlice(length: 1 + lengthByteCount + bodyLength)
+        else { return .needMoreBytes }
+        return .packet(FramedPacket(firstByte: firstByte, body: body, bytes: bytes))
     }
 
     private func handle(_ packet: FramedPacket, context: ChannelHandlerContext) {

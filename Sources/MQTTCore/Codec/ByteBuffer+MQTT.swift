@@ -1,4 +1,4 @@
-import NIOCore
+public import NIOCore
 
 /// Readers and writers for MQTT's primitive data representations (MQTT 3.1.1 section 1.5 and 2.2.3).
 ///
@@ -79,7 +79,7 @@ extension ByteBuffer {
     ///
     /// - Returns: the value and how many bytes encode it, or nil when the buffer ends before the integer does.
     /// - Throws: ``MQTTCodecError/remainingLengthTooLong`` when a fourth byte still has its continuation bit.
-    func getMQTTVariableByteInteger(at index: Int) throws(MQTTCodecError) -> (value: Int, byteCount: Int)? {
+    public func getMQTTVariableByteInteger(at index: Int) throws(MQTTCodecError) -> (value: Int, byteCount: Int)? {
         var value = 0
         var multiplier = 1
         for offset in 0..<4 {

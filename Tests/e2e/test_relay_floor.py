@@ -1,0 +1,75 @@
+"""`NIORelayFloor`, the latency floor the README compares the broker with: the load generator's pairs run
+goes through it at QoS 0 and 1, with and without the broker's three ways of writing, losing nothing; a
+malformed remaining length closes only that connection. Skipped without MQTTCHAT_BIN (the relay is built
+beside it)."""
+import json
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import free_port, mqttchat_bin
+import mqtt_raw as raw
+
+
+@pytest.fixture
+def start_relay():
+    binary = mqttchat_bin()
+    relay = os.path.join(os.path.dirname(binary), "NIORelayFloor") if binary else None
+    if not relay or not os.path.isfile(relay):
+        pytest.skip("MQTTCHAT_BIN is unset, or NIORelayFloor was not built beside it")
+    processes = []
+
+    def start(*options: str) -> int:
+        port = free_port()
+        process = subprocess.Popen([relay, *options, str(port)], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+        processes.append(process)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            assert process.poll() is None, "the relay exited"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return port
+            except OSError:
+                time.sleep(0.05)
+        pytest.fail("the relay did not listen within 10 s")
+
+    yield start
+    for process in processes:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+
+
+@pytest.mark.parametrize("options", [(), ("--coalesce", "--defer-acks", "--watermark")],
+                         ids=["plain", "broker-writes"])
+@pytest.mark.parametrize("qos", [0, 1])
+def test_pairs_go_through_the_relay(start_relay, options, qos):
+    port = start_relay(*options)
+    r = subprocess.run([mqttchat_bin(), "bench", "--port", str(port), "--scenario", "pairs", "--publishers", "4",
+                        "--subscribers", "4", "--qos", str(qos), "--rate", "2000", "--duration", "1",
+                        "--timeout", "20", "--json"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    result = json.loads(r.stdout.strip().splitlines()[-1])
+    assert result["published"] >= 1000, result
+    assert result["delivered"] == result["published"], result
+    assert result["lost"] == 0 and result["duplicates"] == 0, result
+    assert result["latency"]["p50Micros"] > 0, result
+
+
+def test_malformed_length_closes_only_that_connection(start_relay):
+    port = start_relay()
+    bystander = socket.create_connection(("127.0.0.1", port), timeout=5)
+    bad = socket.create_connection(("127.0.0.1", port), timeout=5)
+    bad.sendall(b"\x30\xff\xff\xff\xff\x01")  # a fifth remaining-length byte
+    assert bad.recv(16) == b"", "the connection with the malformed length stayed open"
+    bystander.sendall(raw.connect("bystander", True, 60))
+    assert bystander.recv(4) == b"\x20\x02\x00\x00"
+    bad.close()
+    bystander.close()
