@@ -126,7 +126,9 @@ final class PipelineChannel {
         // their first queued byte, ``MQTTBrokerServer/writabilityMeansNothingQueued``). A closed channel's queue
         // was failed, which counts as written, as a failed promise did.
         guard !context.channel.isWritable && context.channel.isActive else {
-            if heldIsOwnBuffer { handler.core.recycleOutputBuffer(last) }
+            // NIO let go of the written bytes, so `last` is the only reference left: handing it over (not a
+            // copy) lets the pool keep its storage.
+            if heldIsOwnBuffer { handler.core.recycleOutputBuffer(consume last) }
             handler.outputWritten(bytes)
             return
         }

@@ -367,10 +367,13 @@ final class BrokerCore {
 
     /// `buffer` was written in full. Should anything still hold it, `clear()` gives the pool new storage instead,
     /// so a pooled buffer never shares bytes with anyone.
-    func recycleOutputBuffer(_ buffer: ByteBuffer) {
+    ///
+    /// The buffer is taken, not borrowed: a caller that hands over its last reference (`consume`) lets `clear()`
+    /// keep the storage. A borrowed buffer would always look shared (the caller's copy and this one), and the pool
+    /// would allocate a new buffer for every flush, which is what it exists to avoid.
+    func recycleOutputBuffer(_ buffer: consuming ByteBuffer) {
         guard spareOutputBuffers.count < Self.maxSpareOutputBuffers, buffer.capacity <= Self.maxSpareOutputBufferCapacity
         else { return }
-        var buffer = buffer
         buffer.clear()
         spareOutputBuffers.append(buffer)
     }

@@ -138,6 +138,18 @@ struct BrokerCoreTests {
         #expect(kept == BrokerCore.maxSpareOutputBuffers)
     }
 
+    @Test("a written output buffer handed back with its last reference keeps its storage: no new allocation")
+    func recycledBufferKeepsItsStorage() throws {
+        let core = EmbeddedBroker().core
+        var buffer = core.allocator.buffer(capacity: 512)
+        buffer.writeString("a written batch")
+        let storage = buffer.withVeryUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
+        core.recycleOutputBuffer(consume buffer)
+        let reused = try #require(core.takeOutputBuffer())
+        #expect(reused.readableBytes == 0)
+        #expect(reused.withVeryUnsafeBytes { UInt(bitPattern: $0.baseAddress) } == storage)
+    }
+
     @Test("an output buffer still held elsewhere when it is recycled is never overwritten")
     func recycledBufferStillHeldIsNotOverwritten() throws {
         let broker = EmbeddedBroker()
