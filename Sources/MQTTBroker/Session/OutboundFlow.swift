@@ -51,6 +51,14 @@ struct OutboundFlow: Sendable {
         var state: InflightState
         /// Send order, used to re-send in the original order on resume.
         var sequence: UInt64
+
+        /// PUBREC arrived: when the entry awaits one, it now awaits PUBCOMP and drops its payload (only the
+        /// identifier and the order matter from here on). Mutating, so the window changes the entry in place.
+        mutating func advanceToPubComp() {
+            guard state == .awaitingPubRec else { return }
+            state = .awaitingPubComp
+            delivery.message.payload = ByteBuffer()
+        }
     }
 
     /// A queued message waiting for room in the inflight window (or for the client to come back).
@@ -144,11 +152,9 @@ struct OutboundFlow: Sendable {
     /// PUBREC from the client: the QoS 2 message arrived; answer with PUBREL. Unknown identifiers are answered
     /// too, so a client that lost track can still finish its exchange.
     mutating func pubRecReceived(packetID: UInt16) -> [OutboundAction] {
-        // In place: one lookup, and the entry is not copied out and back.
-        if let index = inflight.index(forKey: packetID), inflight.values[index].state == .awaitingPubRec {
-            inflight.values[index].state = .awaitingPubComp
-            // The payload is no longer needed; only the identifier and the order matter from here on.
-            inflight.values[index].delivery.message.payload = ByteBuffer()
+        // In place: one lookup, and the entry is neither copied out nor back (a mutating call on the element).
+        if let index = inflight.index(forKey: packetID) {
+            inflight.values[index].advanceToPubComp()
         }
         return [.pubrel(packetID)]
     }
@@ -159,9 +165,16 @@ struct OutboundFlow: Sendable {
     }
 
     /// Ends the delivery `packetID` when it is in `state`, then releases queued messages into the window.
+    ///
+    /// The entry is moved out of the window, not copied (reading its state through the dictionary would copy the
+    /// whole delivery, retaining its topic and payload, on every acknowledgement). An acknowledgement in the wrong
+    /// state, which only a confused client sends, puts it back.
     private mutating func completeInflight(packetID: UInt16, awaiting state: InflightState) -> [OutboundAction] {
-        guard let index = inflight.index(forKey: packetID), inflight.values[index].state == state else { return [] }
-        inflight.remove(at: index)
+        guard let entry = inflight.removeValue(forKey: packetID) else { return [] }
+        guard entry.state == state else {
+            inflight[packetID] = entry
+            return []
+        }
         return drainQueue()
     }
 
@@ -292,7 +305,7 @@ struct OutboundFlow: Sendable {
         while true {
             let candidate = nextPacketID
             nextPacketID = candidate == UInt16.max ? 1 : candidate + 1
-            if inflight[candidate] == nil { return candidate }
+            if inflight.index(forKey: candidate) == nil { return candidate }  // no copy of an entry in flight
         }
     }
 }
