@@ -46,9 +46,16 @@ enum PublishEncoding {
         if delivery.dup { flags |= 0x08 }
         if delivery.retain { flags |= 0x01 }
 
-        buffer.writeInteger(flags)
-        writeRemainingLength(remainingLength, into: &buffer)
-        buffer.writeInteger(UInt16(truncatingIfNeeded: topicLength))
+        if remainingLength < 128 {
+            // The usual small PUBLISH: fixed header and topic length in one store (each `writeInteger` checks
+            // capacity and uniqueness again), so the header is three writes instead of five.
+            let firstFour = UInt32(flags) << 24 | UInt32(remainingLength) << 16 | UInt32(truncatingIfNeeded: topicLength)
+            buffer.writeInteger(firstFour)
+        } else {
+            buffer.writeInteger(flags)
+            writeRemainingLength(remainingLength, into: &buffer)
+            buffer.writeInteger(UInt16(truncatingIfNeeded: topicLength))
+        }
         buffer.writeString(delivery.message.topic)
         if let packetID = delivery.packetID {
             buffer.writeInteger(packetID)
