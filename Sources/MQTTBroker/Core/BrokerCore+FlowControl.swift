@@ -64,8 +64,8 @@ extension BrokerCore {
     /// Arms the timer that releases the publishers of sessions that stopped acknowledging.
     private func scheduleStallCheck() {
         guard stallCheckTask == nil, !isShuttingDown, let deadline = backpressure?.nextStallDeadline else { return }
-        stallCheckTask = eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [weak self] in
-            guard let self else { return }
+        // `self` is captured strongly, as in every timer of the core (see ``scheduleDeadlineTimer()``).
+        stallCheckTask = eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
             self.stallCheckTask = nil
             let actions = self.backpressure?.checkStalls(now: self.eventLoop.now) ?? []
             if !actions.isEmpty {

@@ -475,8 +475,9 @@ final class BrokerCore {
     }
 
     private func scheduleSysPublishing(in interval: TimeAmount) {
-        sysTask = eventLoop.assumeIsolated().scheduleTask(in: interval) { [weak self] in
-            guard let self, !self.isShuttingDown else { return }
+        // `self` is captured strongly, as in every timer of the core (see ``scheduleDeadlineTimer()``).
+        sysTask = eventLoop.assumeIsolated().scheduleTask(in: interval) { [self] in
+            guard !self.isShuttingDown else { return }
             self.publishSysTopics()
             self.scheduleSysPublishing(in: interval)
         }
