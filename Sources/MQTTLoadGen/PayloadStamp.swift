@@ -26,13 +26,27 @@ public struct PayloadStamp: Sendable, Hashable {
         self.sendTimeNanos = sendTimeNanos
     }
 
-    /// Reads a stamp at `index` of `buffer` without moving its reader index; nil if fewer than 16 bytes remain.
+    /// Reads a stamp from the front of `bytes`; nil if there are fewer than 16.
+    public static func read(from bytes: UnsafeRawBufferPointer) -> PayloadStamp? {
+        guard bytes.count >= byteCount else { return nil }
+        func bigEndian<T: FixedWidthInteger>(_ type: T.Type, at offset: Int) -> T {
+            var value: T = 0
+            for position in offset..<offset + MemoryLayout<T>.size {
+                value = value << 8 | T(bytes[position])
+            }
+            return value
+        }
+        return PayloadStamp(
+            publisherIndex: bigEndian(UInt32.self, at: 0), sequence: bigEndian(UInt32.self, at: sequenceOffset),
+            sendTimeNanos: bigEndian(UInt64.self, at: sendTimeOffset))
+    }
+
+    /// Reads a stamp at `index` of `buffer` without moving its reader index; nil if fewer than 16 readable
+    /// bytes are there.
     public static func read(from buffer: ByteBuffer, at index: Int) -> PayloadStamp? {
-        guard let publisher = buffer.getInteger(at: index, as: UInt32.self),
-            let sequence = buffer.getInteger(at: index + sequenceOffset, as: UInt32.self),
-            let time = buffer.getInteger(at: index + sendTimeOffset, as: UInt64.self)
-        else { return nil }
-        return PayloadStamp(publisherIndex: publisher, sequence: sequence, sendTimeNanos: time)
+        let offset = index - buffer.readerIndex
+        guard offset >= 0, offset <= buffer.readableBytes else { return nil }
+        return buffer.withUnsafeReadableBytes { read(from: UnsafeRawBufferPointer(rebasing: $0[offset...])) }
     }
 
     /// Appends the stamp followed by zero padding up to `payloadSize` bytes (at least 16).

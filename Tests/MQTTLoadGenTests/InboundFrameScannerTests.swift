@@ -45,6 +45,75 @@ struct InboundFrameScannerTests {
         #expect(partial.readableBytes == whole.readableBytes - 1)
     }
 
+    @Test("fed one byte at a time, the scanner reads the same frames and never consumes part of a packet")
+    func byteAtATime() throws {
+        let stamp = PayloadStamp(publisherIndex: 1, sequence: 2, sendTimeNanos: 3)
+        let packets: [MQTTPacket] = [
+            .publish(PublishPacket(topic: "room/1", payload: stampedPayload(stamp, size: 16), qos: .atLeastOnce, packetID: 513)),
+            .pubcomp(PubCompPacket(packetID: 65535)),
+            .publish(PublishPacket(topic: "t", payload: ByteBuffer(repeating: 0, count: 200))),
+            .suback(SubAckPacket(packetID: 1, returnCodes: [.granted(.atLeastOnce)])),
+        ]
+        let whole = try wire(packets)
+        var scanner = InboundFrameScanner(path: .scan)
+        var buffer = ByteBuffer()
+        var frames: [InboundFrame] = []
+        for byte in whole.readableBytesView {
+            buffer.writeInteger(byte)
+            let before = buffer.readerIndex
+            if let frame = try scanner.next(from: &buffer) {
+                frames.append(frame)
+            } else {
+                #expect(buffer.readerIndex == before)
+            }
+        }
+        #expect(frames.count == 4)
+        #expect(frames.first == .publish(qos: .atLeastOnce, packetID: 513, stamp: stamp))
+        #expect(frames.dropFirst().first == .acknowledgement(.pubcomp, packetID: 65535))
+        // 200 zero bytes read as a stamp of zeros: long enough for one.
+        #expect(frames.dropFirst(2).first == .publish(qos: .atMostOnce, packetID: 0, stamp: PayloadStamp(publisherIndex: 0, sequence: 0, sendTimeNanos: 0)))
+        #expect(frames.last == .control(.suback(SubAckPacket(packetID: 1, returnCodes: [.granted(.atLeastOnce)]))))
+        #expect(buffer.readableBytes == 0)
+    }
+
+    @Test("a payload shorter than a stamp has none")
+    func shortPayload() throws {
+        var buffer = try wire([.publish(PublishPacket(topic: "t", payload: ByteBuffer(repeating: 7, count: 15)))])
+        var scanner = InboundFrameScanner(path: .scan)
+        #expect(try scanner.next(from: &buffer) == .publish(qos: .atMostOnce, packetID: 0, stamp: nil))
+        #expect(buffer.readableBytes == 0)
+    }
+
+    @Test(
+        "fields that run past the packet's end are typed errors, even when the next packet's bytes follow",
+        arguments: [
+            // PUBLISH QoS 0, remaining length 3, topic length 5 (past the end), then a PINGRESP.
+            [0x30, 0x03, 0x00, 0x05, 0x61, 0xD0, 0x00],
+            // PUBLISH QoS 1, remaining length 3: topic "a" but no room for the packet identifier.
+            [0x32, 0x03, 0x00, 0x01, 0x61, 0xD0, 0x00],
+            // PUBLISH QoS 0, remaining length 1: not even a topic length.
+            [0x30, 0x01, 0x00, 0xD0, 0x00],
+            // PUBACK with remaining length 3.
+            [0x40, 0x03, 0x00, 0x01, 0x00],
+        ] as [[UInt8]]
+    )
+    func fieldsPastTheEnd(bytes: [UInt8]) {
+        var buffer = ByteBuffer(bytes: bytes)
+        var scanner = InboundFrameScanner(path: .scan)
+        #expect(throws: LoadGenError.self) { try scanner.next(from: &buffer) }
+    }
+
+    @Test("a stamp is read at an index of a buffer, relative to nothing but the buffer's own indices")
+    func stampAtIndex() {
+        let stamp = PayloadStamp(publisherIndex: 0xA1B2_C3D4, sequence: 9, sendTimeNanos: 0x0102_0304_0506_0708)
+        var buffer = ByteBuffer(bytes: [0xFF, 0xFF, 0xFF])
+        buffer.moveReaderIndex(forwardBy: 1)
+        stamp.write(into: &buffer, payloadSize: 16)
+        #expect(PayloadStamp.read(from: buffer, at: 3) == stamp)
+        #expect(PayloadStamp.read(from: buffer, at: 4) == nil)  // 15 bytes left
+        #expect(PayloadStamp.read(from: buffer, at: 0) == nil)  // before the reader index
+    }
+
     @Test("a PUBLISH with QoS 3 is a typed error")
     func malformed() {
         var buffer = ByteBuffer(bytes: [0x36, 0x03, 0x00, 0x01, 0x61])
