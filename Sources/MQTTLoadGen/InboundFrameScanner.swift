@@ -66,19 +66,14 @@ public struct InboundFrameScanner: Sendable {
     /// against the packet's end.
     private static func scanBytes(_ bytes: UnsafeRawBufferPointer) -> ScanOutcome {
         guard let first = bytes.first else { return .incomplete }
-        var remaining = 0
-        var shift = 0
-        var index = 1
-        while true {
-            guard index < bytes.count else { return .incomplete }
-            let byte = bytes[index]
-            remaining |= Int(byte & 0x7F) << shift
-            index += 1
-            if byte & 0x80 == 0 { break }
-            shift += 7
-            guard shift < 28 else { return .malformed("remaining length longer than 4 bytes") }
+        let length: (value: Int, byteCount: Int)?
+        do {
+            length = try bytes.mqttVariableByteInteger(at: 1)
+        } catch {
+            return .malformed("remaining length longer than 4 bytes")
         }
-        let bodyStart = index
+        guard let (remaining, lengthByteCount) = length else { return .incomplete }
+        let bodyStart = 1 + lengthByteCount
         let end = bodyStart + remaining
         guard bytes.count >= end else { return .incomplete }
         switch first >> 4 {
@@ -111,7 +106,7 @@ public struct InboundFrameScanner: Sendable {
 
     /// The big-endian `UInt16` at `offset`; the caller checked that both bytes are there.
     private static func bigEndianUInt16(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> UInt16 {
-        UInt16(bytes[offset]) << 8 | UInt16(bytes[offset + 1])
+        UInt16(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
     }
 
     private mutating func decodeFully(from buffer: inout ByteBuffer) throws(LoadGenError) -> InboundFrame? {

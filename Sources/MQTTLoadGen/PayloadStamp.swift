@@ -29,16 +29,10 @@ public struct PayloadStamp: Sendable, Hashable {
     /// Reads a stamp from the front of `bytes`; nil if there are fewer than 16.
     public static func read(from bytes: UnsafeRawBufferPointer) -> PayloadStamp? {
         guard bytes.count >= byteCount else { return nil }
-        func bigEndian<T: FixedWidthInteger>(_ type: T.Type, at offset: Int) -> T {
-            var value: T = 0
-            for position in offset..<offset + MemoryLayout<T>.size {
-                value = value << 8 | T(bytes[position])
-            }
-            return value
-        }
         return PayloadStamp(
-            publisherIndex: bigEndian(UInt32.self, at: 0), sequence: bigEndian(UInt32.self, at: sequenceOffset),
-            sendTimeNanos: bigEndian(UInt64.self, at: sendTimeOffset))
+            publisherIndex: UInt32(bigEndian: bytes.loadUnaligned(as: UInt32.self)),
+            sequence: UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: sequenceOffset, as: UInt32.self)),
+            sendTimeNanos: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: sendTimeOffset, as: UInt64.self)))
     }
 
     /// Reads a stamp at `index` of `buffer` without moving its reader index; nil if fewer than 16 readable

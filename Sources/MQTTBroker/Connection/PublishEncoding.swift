@@ -46,30 +46,11 @@ enum PublishEncoding {
         if delivery.dup { flags |= 0x08 }
         if delivery.retain { flags |= 0x01 }
 
-        if remainingLength < 128 {
-            // The usual small PUBLISH: fixed header and topic length in one store (each `writeInteger` checks
-            // capacity and uniqueness again), so the header is three writes instead of five.
-            let firstFour = UInt32(flags) << 24 | UInt32(remainingLength) << 16 | UInt32(truncatingIfNeeded: topicLength)
-            buffer.writeInteger(firstFour)
-        } else {
-            buffer.writeInteger(flags)
-            writeRemainingLength(remainingLength, into: &buffer)
-            buffer.writeInteger(UInt16(truncatingIfNeeded: topicLength))
-        }
+        buffer.writeMQTTFixedHeader(firstByte: flags, remainingLength: remainingLength)
+        buffer.writeInteger(UInt16(truncatingIfNeeded: topicLength))
         buffer.writeString(delivery.message.topic)
         if let packetID = delivery.packetID {
             buffer.writeInteger(packetID)
         }
-    }
-
-    /// Writes the fixed header's variable-length "remaining length" (MQTT 3.1.1 section 2.2.3).
-    private static func writeRemainingLength(_ length: Int, into buffer: inout ByteBuffer) {
-        var value = length
-        repeat {
-            var byte = UInt8(value & 0x7F)
-            value >>= 7
-            if value > 0 { byte |= 0x80 }
-            buffer.writeInteger(byte)
-        } while value > 0
     }
 }

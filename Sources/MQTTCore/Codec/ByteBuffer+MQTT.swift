@@ -77,23 +77,29 @@ extension ByteBuffer {
 
     /// Reads a variable byte integer starting at `index` without moving the reader index.
     ///
-    /// - Returns: the value and how many bytes encode it, or nil when the buffer ends before the integer does.
+    /// - Returns: the value and how many bytes encode it, or nil when the buffer ends before the integer does (or
+    ///   `index` is outside the readable bytes).
     /// - Throws: ``MQTTCodecError/remainingLengthTooLong`` when a fourth byte still has its continuation bit.
     public func getMQTTVariableByteInteger(at index: Int) throws(MQTTCodecError) -> (value: Int, byteCount: Int)? {
-        var value = 0
-        var multiplier = 1
-        for offset in 0..<4 {
-            guard let byte = getInteger(at: index + offset, as: UInt8.self) else { return nil }
-            value += Int(byte & 0x7F) * multiplier
-            if byte & 0x80 == 0 {
-                return (value, offset + 1)
-            }
-            multiplier *= 128
-        }
-        throw .remainingLengthTooLong
+        let offset = index - readerIndex
+        guard offset >= 0 else { return nil }
+        // One access to the bytes, not one checked `getInteger` per byte.
+        return try withUnsafeReadableBytes { (bytes) throws(MQTTCodecError) in try bytes.mqttVariableByteInteger(at: offset) }
     }
 
     // MARK: Writing
+
+    /// Writes a fixed header: the first byte (type and flags), then the remaining length (at most 268,435,455;
+    /// callers check). A one-byte length (every acknowledgement, PING and small packet) goes with the first byte in
+    /// one store: each `writeInteger` checks capacity and uniqueness again.
+    public mutating func writeMQTTFixedHeader(firstByte: UInt8, remainingLength: Int) {
+        if remainingLength < 128 {
+            writeInteger(UInt16(firstByte) << 8 | UInt16(remainingLength))
+        } else {
+            writeInteger(firstByte)
+            writeMQTTVariableByteInteger(remainingLength)
+        }
+    }
 
     /// Writes a variable byte integer (at most 268,435,455; callers check).
     mutating func writeMQTTVariableByteInteger(_ value: Int) {
@@ -148,5 +154,26 @@ enum MQTTWireSize {
     static func binary(byteCount count: Int) throws(MQTTCodecError) -> Int {
         guard count <= ByteBuffer.mqttMaximumFieldLength else { throw .binaryDataTooLong(byteCount: count) }
         return 2 + count
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Reads a variable byte integer starting at `offset` (MQTT 3.1.1 section 2.2.3).
+    ///
+    /// - Returns: the value and how many bytes encode it, or nil when the bytes end before the integer does.
+    /// - Throws: ``MQTTCodecError/remainingLengthTooLong`` when a fourth byte still has its continuation bit.
+    public func mqttVariableByteInteger(at offset: Int) throws(MQTTCodecError) -> (value: Int, byteCount: Int)? {
+        var value = 0
+        var multiplier = 1
+        for position in offset..<offset + 4 {
+            guard position < count else { return nil }
+            let byte = self[position]
+            value += Int(byte & 0x7F) * multiplier
+            if byte & 0x80 == 0 {
+                return (value, position - offset + 1)
+            }
+            multiplier *= 128
+        }
+        throw .remainingLengthTooLong
     }
 }

@@ -51,16 +51,8 @@ public enum MQTTPacketEncoder {
         }
         buffer.reserveCapacity(
             minimumWritableBytes: 1 + MQTTWireSize.variableByteInteger(remainingLength) + remainingLength)
-        let firstByte = packet.packetType.rawValue << 4 | packet.fixedHeaderFlags
-        if remainingLength < 128 {
-            // A one-byte remaining length (every acknowledgement, PING and small packet): the whole fixed header
-            // in one store. Each `writeInteger` checks capacity and uniqueness again; an acknowledgement is then
-            // two stores instead of three.
-            buffer.writeInteger(UInt16(firstByte) << 8 | UInt16(remainingLength))
-        } else {
-            buffer.writeInteger(firstByte)
-            buffer.writeMQTTVariableByteInteger(remainingLength)
-        }
+        buffer.writeMQTTFixedHeader(
+            firstByte: packet.packetType.rawValue << 4 | packet.fixedHeaderFlags, remainingLength: remainingLength)
         packet.encodeBody(into: &buffer)
     }
 }
