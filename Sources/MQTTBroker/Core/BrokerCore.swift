@@ -360,6 +360,11 @@ final class BrokerCore {
     static let maxSpareOutputBuffers = 8
     static let maxSpareOutputBufferCapacity = 32 * 1024
 
+    /// Where the spare buffers' bytes are (for tests: the pool must keep its storage over real socket writes).
+    var spareOutputStorageAddresses: [UInt] {
+        spareOutputBuffers.map { $0.withVeryUnsafeBytes { UInt(bitPattern: $0.baseAddress) } }
+    }
+
     /// A written buffer to coalesce output into, if one is spare.
     func takeOutputBuffer() -> ByteBuffer? {
         spareOutputBuffers.popLast()
