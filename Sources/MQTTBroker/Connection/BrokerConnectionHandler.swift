@@ -437,13 +437,13 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     private func handlePubAck(_ puback: PubAckPacket) {
         guard let session = attachedSession() else { return }
         core.persistence?.outboundAcknowledged(.puback, packetID: puback.packetID, session: session)  // [persist]
-        core.perform(session.outbound.pubAckReceived(packetID: puback.packetID), for: session)
+        core.acknowledged(.puback, packetID: puback.packetID, by: session)
     }
 
     private func handlePubRec(_ pubrec: PubRecPacket) {
         guard let session = attachedSession() else { return }
         core.persistence?.outboundAcknowledged(.pubrec, packetID: pubrec.packetID, session: session)  // [persist]
-        core.perform(session.outbound.pubRecReceived(packetID: pubrec.packetID), for: session)
+        core.acknowledged(.pubrec, packetID: pubrec.packetID, by: session)
     }
 
     private func handlePubRel(_ pubrel: PubRelPacket) {
@@ -454,7 +454,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     private func handlePubComp(_ pubcomp: PubCompPacket) {
         guard let session = attachedSession() else { return }
         core.persistence?.outboundAcknowledged(.pubcomp, packetID: pubcomp.packetID, session: session)  // [persist]
-        core.perform(session.outbound.pubCompReceived(packetID: pubcomp.packetID), for: session)
+        core.acknowledged(.pubcomp, packetID: pubcomp.packetID, by: session)
     }
 
     /// The number of levels in a topic filter ("a/b/#" has 3).
@@ -643,10 +643,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         var headerBytes = 0
         withOutput { buffer in
             let start = buffer.writerIndex
-            PublishEncoding.writeHeader(of: delivery, into: &buffer)
-            if inline {
-                buffer.writeImmutableBuffer(payload)
-            }
+            PublishEncoding.write(delivery, includingPayload: inline, into: &buffer)
             headerBytes = buffer.writerIndex - start
         }
         if !inline {

@@ -263,6 +263,27 @@ final class BrokerCore {
         persistence?.unsubscribed(session, from: filter)  // [persist]
     }
 
+    /// The list acknowledgements collect their actions in (``acknowledged(_:packetID:by:)``): kept between
+    /// acknowledgements, so that each one allocates no list of its own (two per message in fan-in QoS 2).
+    @exclusivity(unchecked) private var acknowledgementActions: [OutboundAction] = []
+
+    /// A client acknowledged an outbound PUBLISH (PUBACK, PUBREC or PUBCOMP): advances its session's window and
+    /// writes what follows (PUBREL, or queued messages that now fit).
+    func acknowledged(_ type: OutboundAcknowledgement, packetID: UInt16, by session: BrokerSession) {
+        // Taken out, not borrowed: a write below may end in another acknowledgement's actions (a connection whose
+        // output unblocks), which then find the list empty and make their own.
+        var actions = acknowledgementActions
+        acknowledgementActions = []
+        switch type {
+        case .puback: session.outbound.pubAckReceived(packetID: packetID, into: &actions)
+        case .pubrec: session.outbound.pubRecReceived(packetID: packetID, into: &actions)
+        case .pubcomp: session.outbound.pubCompReceived(packetID: packetID, into: &actions)
+        }
+        perform(actions, for: session)
+        actions.removeAll(keepingCapacity: true)
+        acknowledgementActions = actions
+    }
+
     /// Writes the outcome of an outbound-flow event to the session's connection.
     func perform(_ actions: [OutboundAction], for session: BrokerSession) {
         guard let connection = session.connection else { return }

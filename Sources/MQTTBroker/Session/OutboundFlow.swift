@@ -29,6 +29,16 @@ enum OutboundAction: Sendable, Hashable {
     case pubrel(UInt16)
 }
 
+/// A client's acknowledgement of a PUBLISH the broker sent it.
+enum OutboundAcknowledgement: Sendable, Hashable {
+    /// PUBACK: a QoS 1 delivery is complete.
+    case puback
+    /// PUBREC: a QoS 2 delivery arrived; PUBREL follows.
+    case pubrec
+    /// PUBCOMP: a QoS 2 delivery is complete.
+    case pubcomp
+}
+
 /// The broker-to-client half of a session: the inflight window of QoS 1/2 messages with packet identifier
 /// allocation, and the queue behind it (MQTT 3.1.1 sections 4.3, 4.4 and 4.6).
 ///
@@ -146,22 +156,44 @@ struct OutboundFlow: Sendable {
 
     /// PUBACK from the client: completes a QoS 1 delivery and releases queued messages into the window.
     mutating func pubAckReceived(packetID: UInt16) -> [OutboundAction] {
-        completeInflight(packetID: packetID, awaiting: .awaitingPubAck)
+        var actions: [OutboundAction] = []
+        pubAckReceived(packetID: packetID, into: &actions)
+        return actions
+    }
+
+    /// ``pubAckReceived(packetID:)`` appending to `actions`: the broker passes one list it keeps, so an
+    /// acknowledgement allocates no list of its own.
+    mutating func pubAckReceived(packetID: UInt16, into actions: inout [OutboundAction]) {
+        completeInflight(packetID: packetID, awaiting: .awaitingPubAck, into: &actions)
     }
 
     /// PUBREC from the client: the QoS 2 message arrived; answer with PUBREL. Unknown identifiers are answered
     /// too, so a client that lost track can still finish its exchange.
     mutating func pubRecReceived(packetID: UInt16) -> [OutboundAction] {
+        var actions: [OutboundAction] = []
+        pubRecReceived(packetID: packetID, into: &actions)
+        return actions
+    }
+
+    /// ``pubRecReceived(packetID:)`` appending to `actions`.
+    mutating func pubRecReceived(packetID: UInt16, into actions: inout [OutboundAction]) {
         // In place: one lookup, and the entry is neither copied out nor back (a mutating call on the element).
         if let index = inflight.index(forKey: packetID) {
             inflight.values[index].advanceToPubComp()
         }
-        return [.pubrel(packetID)]
+        actions.append(.pubrel(packetID))
     }
 
     /// PUBCOMP from the client: completes a QoS 2 delivery and releases queued messages into the window.
     mutating func pubCompReceived(packetID: UInt16) -> [OutboundAction] {
-        completeInflight(packetID: packetID, awaiting: .awaitingPubComp)
+        var actions: [OutboundAction] = []
+        pubCompReceived(packetID: packetID, into: &actions)
+        return actions
+    }
+
+    /// ``pubCompReceived(packetID:)`` appending to `actions`.
+    mutating func pubCompReceived(packetID: UInt16, into actions: inout [OutboundAction]) {
+        completeInflight(packetID: packetID, awaiting: .awaitingPubComp, into: &actions)
     }
 
     /// Ends the delivery `packetID` when it is in `state`, then releases queued messages into the window.
@@ -169,13 +201,13 @@ struct OutboundFlow: Sendable {
     /// The entry is moved out of the window, not copied (reading its state through the dictionary would copy the
     /// whole delivery, retaining its topic and payload, on every acknowledgement). An acknowledgement in the wrong
     /// state, which only a confused client sends, puts it back.
-    private mutating func completeInflight(packetID: UInt16, awaiting state: InflightState) -> [OutboundAction] {
-        guard let entry = inflight.removeValue(forKey: packetID) else { return [] }
+    private mutating func completeInflight(packetID: UInt16, awaiting state: InflightState, into actions: inout [OutboundAction]) {
+        guard let entry = inflight.removeValue(forKey: packetID) else { return }
         guard entry.state == state else {
             inflight[packetID] = entry
-            return []
+            return
         }
-        return drainQueue()
+        drainQueue(into: &actions)
     }
 
     /// The client is (again) connected: re-send every unacknowledged PUBLISH with DUP set and every pending PUBREL,
@@ -194,7 +226,7 @@ struct OutboundFlow: Sendable {
                 actions.append(.pubrel(packetID))
             }
         }
-        actions.append(contentsOf: drainQueue())
+        drainQueue(into: &actions)
         return actions
     }
 
@@ -214,7 +246,9 @@ struct OutboundFlow: Sendable {
     mutating func outputUnblocked() -> [OutboundAction] {
         guard isOutputBlocked else { return [] }
         isOutputBlocked = false
-        return drainQueue()
+        var actions: [OutboundAction] = []
+        drainQueue(into: &actions)
+        return actions
     }
 
     // MARK: Watermarks (publisher back-pressure, see `PublisherBackpressure`)
@@ -264,9 +298,8 @@ struct OutboundFlow: Sendable {
 
     /// Moves queued messages into the window while it has room. Each message is moved out of the queue, not
     /// copied (this runs on every acknowledgement of a busy subscriber).
-    private mutating func drainQueue() -> [OutboundAction] {
-        guard isOnline, !isOutputBlocked else { return [] }
-        var actions: [OutboundAction] = []
+    private mutating func drainQueue(into actions: inout [OutboundAction]) {
+        guard isOnline, !isOutputBlocked else { return }
         while !queue.isEmpty {
             // With a full window only a QoS 0 message can leave; the head is read only when one is queued.
             guard canStartInflight || (queuedAtMostOnceCount > 0 && queue.first?.qos == .atMostOnce) else { break }
@@ -277,7 +310,6 @@ struct OutboundFlow: Sendable {
                 actions.append(.publish(startInflight(next.message, qos: next.qos, retain: next.retain)))
             }
         }
-        return actions
     }
 
     /// Whether one more message may go in flight: the window has room and a packet identifier is free.
