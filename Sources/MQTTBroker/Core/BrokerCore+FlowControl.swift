@@ -26,8 +26,13 @@ extension BrokerCore {
     func noteProgress(of session: BrokerSession) {
         // Optional chaining, not `guard let`: no copy of the state machine on every acknowledgement.
         guard backpressure?.isIdle == false else { return }
-        let actions = backpressure?.progress(
-            session: session.key, belowLowWatermark: session.outbound.isBelowLowWatermark, now: now) ?? []
+        let belowLowWatermark = session.outbound.isBelowLowWatermark
+        // Progress is timed per read batch (`now` is the batch's start), so a second acknowledgement in the same
+        // batch has nothing new to report unless it took the queue down to the low watermark: no lookup for it.
+        let now = self.now
+        if !belowLowWatermark, isInPipelineRead, session.progressNotedAt == now { return }
+        session.progressNotedAt = now
+        let actions = backpressure?.progress(session: session.key, belowLowWatermark: belowLowWatermark, now: now) ?? []
         if !actions.isEmpty { apply(actions) }
     }
 

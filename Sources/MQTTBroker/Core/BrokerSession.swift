@@ -1,4 +1,5 @@
 import MQTTCore
+import NIOCore
 
 /// Identifies a session inside one broker core; cheaper to hash than the client identifier and never reused.
 struct SessionKey: Hashable, Sendable {
@@ -24,6 +25,9 @@ final class BrokerSession {
     @exclusivity(unchecked) var connection: BrokerConnectionHandler?
     /// [auth] What the client attached last may publish, subscribe to and receive (set at every CONNECT).
     @exclusivity(unchecked) var accessPolicy = ClientAccessPolicy.unrestricted
+    /// [flow] The read batch in which the core last reported this session's progress to the back-pressure state
+    /// (``BrokerCore/noteProgress(of:)``): the time the batch began, the one clock every report in it shares.
+    @exclusivity(unchecked) var progressNotedAt = NIODeadline.uptimeNanoseconds(0)
 
     init(key: SessionKey, clientID: String, cleanSession: Bool, outbound: OutboundFlow) {
         self.key = key
