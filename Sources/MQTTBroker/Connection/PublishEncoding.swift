@@ -26,31 +26,72 @@ enum PublishEncoding {
         let payloadLength = delivery.message.payload.readableBytes
         let inline = payloadLength <= inlinePayloadLimit
         var head = allocator.buffer(capacity: 5 + 2 + topicLength + 2 + (inline ? payloadLength : 0))
-        writeHeader(of: delivery, into: &head)
-        if inline {
-            head.writeImmutableBuffer(delivery.message.payload)
-            return Encoded(head: head, payload: nil)
-        }
-        return Encoded(head: head, payload: delivery.message.payload)
+        write(delivery, includingPayload: inline, into: &head)
+        return Encoded(head: head, payload: inline ? nil : delivery.message.payload)
     }
 
-    /// Appends everything of `delivery`'s PUBLISH but the payload to `buffer`: fixed header, topic and packet
-    /// identifier. The payload's bytes must follow.
-    static func writeHeader(of delivery: OutboundDelivery, into buffer: inout ByteBuffer) {
-        let topicLength = delivery.message.topic.utf8.count
-        let idLength = delivery.packetID == nil ? 0 : 2
-        let remainingLength = 2 + topicLength + idLength + delivery.message.payload.readableBytes
+    /// Appends `delivery`'s PUBLISH to `buffer`: fixed header, topic and packet identifier, then the payload when
+    /// `includingPayload` (otherwise the payload's bytes must follow).
+    ///
+    /// One access to the buffer's bytes for the whole packet: each `ByteBuffer` write checks capacity and
+    /// uniqueness, and a PUBLISH written field by field took five of them.
+    static func write(_ delivery: OutboundDelivery, includingPayload: Bool, into buffer: inout ByteBuffer) {
+        let payload = delivery.message.payload
+        let written: Int? = delivery.message.topic.utf8.withContiguousStorageIfAvailable { topic in
+            payload.withUnsafeReadableBytes { payloadBytes in
+                let idLength = delivery.packetID == nil ? 0 : 2
+                let remainingLength = 2 + topic.count + idLength + payloadBytes.count
+                let appended = includingPayload ? payloadBytes.count : 0
+                // At most 5 bytes of fixed header, then everything the remaining length counts but the payload.
+                let capacity = 5 + remainingLength - payloadBytes.count + appended
+                return buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: capacity) { out in
+                    out[0] = firstByte(of: delivery)
+                    var offset = 1 + out.storeMQTTVariableByteInteger(remainingLength, at: 1)
+                    out.storeBytes(of: UInt16(truncatingIfNeeded: topic.count).bigEndian, toByteOffset: offset, as: UInt16.self)
+                    offset += 2
+                    UnsafeMutableRawBufferPointer(rebasing: out[offset..<offset + topic.count])
+                        .copyMemory(from: UnsafeRawBufferPointer(topic))
+                    offset += topic.count
+                    if let packetID = delivery.packetID {
+                        out.storeBytes(of: packetID.bigEndian, toByteOffset: offset, as: UInt16.self)
+                        offset += 2
+                    }
+                    if includingPayload {
+                        UnsafeMutableRawBufferPointer(rebasing: out[offset..<offset + payloadBytes.count])
+                            .copyMemory(from: payloadBytes)
+                        offset += payloadBytes.count
+                    }
+                    return offset
+                }
+            }
+        }
+        if written == nil {  // a topic without contiguous UTF-8 (not a native string): field by field
+            writeFieldByField(delivery, includingPayload: includingPayload, into: &buffer)
+        }
+    }
 
+    /// The PUBLISH's first byte: type, DUP, QoS and RETAIN.
+    private static func firstByte(of delivery: OutboundDelivery) -> UInt8 {
         var flags: UInt8 = PacketType.publish.rawValue << 4
         flags |= delivery.qos.rawValue << 1
         if delivery.dup { flags |= 0x08 }
         if delivery.retain { flags |= 0x01 }
+        return flags
+    }
 
-        buffer.writeMQTTFixedHeader(firstByte: flags, remainingLength: remainingLength)
+    /// ``write(_:includingPayload:into:)`` through `ByteBuffer`'s own writers.
+    static func writeFieldByField(_ delivery: OutboundDelivery, includingPayload: Bool, into buffer: inout ByteBuffer) {
+        let topicLength = delivery.message.topic.utf8.count
+        let idLength = delivery.packetID == nil ? 0 : 2
+        let remainingLength = 2 + topicLength + idLength + delivery.message.payload.readableBytes
+        buffer.writeMQTTFixedHeader(firstByte: firstByte(of: delivery), remainingLength: remainingLength)
         buffer.writeInteger(UInt16(truncatingIfNeeded: topicLength))
         buffer.writeString(delivery.message.topic)
         if let packetID = delivery.packetID {
             buffer.writeInteger(packetID)
+        }
+        if includingPayload {
+            buffer.writeImmutableBuffer(delivery.message.payload)
         }
     }
 }

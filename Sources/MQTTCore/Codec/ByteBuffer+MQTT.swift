@@ -103,13 +103,7 @@ extension ByteBuffer {
 
     /// Writes a variable byte integer (at most 268,435,455; callers check).
     mutating func writeMQTTVariableByteInteger(_ value: Int) {
-        var remaining = value
-        repeat {
-            var byte = UInt8(truncatingIfNeeded: remaining & 0x7F)
-            remaining >>= 7
-            if remaining > 0 { byte |= 0x80 }
-            writeInteger(byte)
-        } while remaining > 0
+        writeWithUnsafeMutableBytes(minimumWritableBytes: 4) { $0.storeMQTTVariableByteInteger(value, at: 0) }
     }
 
     /// Writes a length-prefixed UTF-8 string whose length the caller has checked.
@@ -154,6 +148,23 @@ enum MQTTWireSize {
     static func binary(byteCount count: Int) throws(MQTTCodecError) -> Int {
         guard count <= ByteBuffer.mqttMaximumFieldLength else { throw .binaryDataTooLong(byteCount: count) }
         return 2 + count
+    }
+}
+
+extension UnsafeMutableRawBufferPointer {
+    /// Stores a variable byte integer (at most 268,435,455; callers check) at `offset`, where at least four bytes
+    /// must be writable, and returns how many bytes it took (1 to 4).
+    public func storeMQTTVariableByteInteger(_ value: Int, at offset: Int) -> Int {
+        var remaining = value
+        var position = offset
+        repeat {
+            var byte = UInt8(truncatingIfNeeded: remaining & 0x7F)
+            remaining >>= 7
+            if remaining > 0 { byte |= 0x80 }
+            self[position] = byte
+            position += 1
+        } while remaining > 0
+        return position - offset
     }
 }
 
