@@ -1,6 +1,6 @@
 import NIOCore
 
-extension PubRecPacket: MQTTPacketBodyEncodable {
+extension PubRecPacket: MQTTIdentifierOnlyPacket {
     /// Decodes a PUBREC body (MQTT 3.1.1 section 3.5): the packet identifier only. The fixed header has already
     /// checked that the remaining length is 2.
     static func decode(from body: inout ByteBuffer) throws(MQTTCodecError) -> PubRecPacket {
@@ -10,13 +10,4 @@ extension PubRecPacket: MQTTPacketBodyEncodable {
     }
 
     var packetType: PacketType { .pubrec }
-
-    func remainingLength() throws(MQTTCodecError) -> Int {
-        _ = try validatedForEncoding(packetID: packetID)
-        return 2
-    }
-
-    func encodeBody(into buffer: inout ByteBuffer) {
-        buffer.writeInteger(packetID)
-    }
 }
