@@ -591,19 +591,19 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
 
     /// The coalescing buffer, taken on first use after each hand-over from the core's written buffers, or allocated.
     private func withOutput(_ body: (inout ByteBuffer) -> Void) {
-        var buffer = output ?? core.takeOutputBuffer() ?? allocator.buffer(capacity: Self.outputInitialCapacity)
-        output = nil
+        // Moved out and back (`take`, `consume`), never copied: a copy is a retain and release per packet.
+        var buffer = output.take() ?? core.takeOutputBuffer() ?? allocator.buffer(capacity: Self.outputInitialCapacity)
         body(&buffer)
-        output = buffer
-        if buffer.readableBytes >= Self.outputHandOverThreshold {
+        let handOver = buffer.readableBytes >= Self.outputHandOverThreshold
+        output = consume buffer
+        if handOver {
             handOverOutput()
         }
     }
 
     /// Hands the coalesced bytes to the transport (not flushed).
     private func handOverOutput() {
-        guard let buffer = output else { return }
-        output = nil
+        guard let buffer = output.take() else { return }
         guard buffer.readableBytes > 0, let transport else { return }
         transport.write(buffer, ownBuffer: true)
     }
