@@ -25,6 +25,10 @@ struct RouteCache<Subscriber: Hashable> {
     private var routes: [UTF8Key<String>: [Match]] = [:]
     private var heldMatches = 0
     private var routesSinceClear = 0
+    /// The topic found last and its matches: a publisher's read batch routes the same topic again and again (and
+    /// the decoder hands over the same string each time), which a string comparison answers without hashing the
+    /// topic's bytes for the dictionary. Its matches are the dictionary's, so it is exactly as fresh.
+    private var lastFound: (topic: String, matches: [Match])?
 
     init(capacity: Int = 4096, maximumMatches: Int = 65_536, warmUpRoutes: Int = 32) {
         self.capacity = capacity
@@ -39,7 +43,11 @@ struct RouteCache<Subscriber: Hashable> {
     mutating func lookup(_ topic: String) -> [Match]? {
         routesSinceClear &+= 1
         guard !routes.isEmpty else { return nil }
-        return routes[UTF8Key(topic)]
+        // Byte for byte, as the dictionary compares (String's `==` is canonical equivalence, which MQTT forbids).
+        if let lastFound, UTF8Key(lastFound.topic) == UTF8Key(topic) { return lastFound.matches }
+        guard let matches = routes[UTF8Key(topic)] else { return nil }
+        lastFound = (topic, matches)
+        return matches
     }
 
     /// Whether ``store(_:for:)`` would keep a new topic now (warm and not full): the caller only gathers the
@@ -51,6 +59,7 @@ struct RouteCache<Subscriber: Hashable> {
         guard acceptsNewRoutes, heldMatches + matches.count <= maximumMatches else { return }
         routes[UTF8Key(topic)] = matches
         heldMatches += matches.count
+        lastFound = nil  // it can only be another topic's, but a route stored is never shadowed by an older one
     }
 
     /// Forgets every stored route (the subscriptions changed).
@@ -59,6 +68,7 @@ struct RouteCache<Subscriber: Hashable> {
             routes.removeAll(keepingCapacity: true)
             heldMatches = 0
         }
+        lastFound = nil
         routesSinceClear = 0
     }
 }

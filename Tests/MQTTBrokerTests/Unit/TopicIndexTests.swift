@@ -338,6 +338,20 @@ struct RouteCacheTests {
         }
     }
 
+    @Test("the last route found is forgotten with the others when the subscriptions change")
+    func lastFoundRouteIsCleared() {
+        var cache = RouteCache<String>(capacity: 4, maximumMatches: 8, warmUpRoutes: 0)
+        cache.store([.init(subscriber: "old", qos: .atMostOnce)], for: "t1")
+        #expect(cache.lookup("t1")?.map(\.subscriber) == ["old"])  // the last route found now
+        #expect(cache.lookup("t1")?.map(\.subscriber) == ["old"])  // and found again through it
+        cache.clear()
+        cache.store([.init(subscriber: "other", qos: .atMostOnce)], for: "t2")  // not empty again
+        #expect(cache.lookup("t1") == nil)
+        cache.store([.init(subscriber: "new", qos: .atLeastOnce)], for: "t1")
+        #expect(cache.lookup("t1")?.map(\.subscriber) == ["new"])
+        #expect(cache.lookup("t2")?.map(\.subscriber) == ["other"])
+    }
+
     @Test("byte-distinct topics have distinct cached routes (MQTT-4.7.3-4)")
     func bytesNotCharacters() {
         let index = SubscriptionIndex<String>()
