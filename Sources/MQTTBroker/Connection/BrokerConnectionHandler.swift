@@ -436,13 +436,11 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
 
     private func handlePubAck(_ puback: PubAckPacket) {
         guard let session = attachedSession() else { return }
-        core.persistence?.outboundAcknowledged(.puback, packetID: puback.packetID, session: session)  // [persist]
         core.acknowledged(.puback, packetID: puback.packetID, by: session)
     }
 
     private func handlePubRec(_ pubrec: PubRecPacket) {
         guard let session = attachedSession() else { return }
-        core.persistence?.outboundAcknowledged(.pubrec, packetID: pubrec.packetID, session: session)  // [persist]
         core.acknowledged(.pubrec, packetID: pubrec.packetID, by: session)
     }
 
@@ -453,7 +451,6 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
 
     private func handlePubComp(_ pubcomp: PubCompPacket) {
         guard let session = attachedSession() else { return }
-        core.persistence?.outboundAcknowledged(.pubcomp, packetID: pubcomp.packetID, session: session)  // [persist]
         core.acknowledged(.pubcomp, packetID: pubcomp.packetID, by: session)
     }
 

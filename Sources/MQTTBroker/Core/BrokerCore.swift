@@ -267,18 +267,16 @@ final class BrokerCore {
     /// acknowledgements, so that each one allocates no list of its own (two per message in fan-in QoS 2).
     @exclusivity(unchecked) private var acknowledgementActions: [OutboundAction] = []
 
-    /// A client acknowledged an outbound PUBLISH (PUBACK, PUBREC or PUBCOMP): advances its session's window and
-    /// writes what follows (PUBREL, or queued messages that now fit).
-    func acknowledged(_ type: OutboundAcknowledgement, packetID: UInt16, by session: BrokerSession) {
+    /// A client acknowledged an outbound PUBLISH (PUBACK, PUBREC or PUBCOMP): records it for a persistent session,
+    /// advances the session's window and writes what follows (PUBREL, or queued messages that now fit).
+    func acknowledged(_ acknowledgement: OutboundAcknowledgement, packetID: UInt16, by session: BrokerSession) {
+        // [persist] Recorded before the flow forgets the entry (a PUBREC before the PUBREL it causes).
+        persistence?.outboundAcknowledged(acknowledgement, packetID: packetID, session: session)
         // Taken out, not borrowed: a write below may end in another acknowledgement's actions (a connection whose
         // output unblocks), which then find the list empty and make their own.
         var actions = acknowledgementActions
         acknowledgementActions = []
-        switch type {
-        case .puback: session.outbound.pubAckReceived(packetID: packetID, into: &actions)
-        case .pubrec: session.outbound.pubRecReceived(packetID: packetID, into: &actions)
-        case .pubcomp: session.outbound.pubCompReceived(packetID: packetID, into: &actions)
-        }
+        session.outbound.acknowledged(acknowledgement, packetID: packetID, into: &actions)
         perform(actions, for: session)
         actions.removeAll(keepingCapacity: true)
         acknowledgementActions = actions

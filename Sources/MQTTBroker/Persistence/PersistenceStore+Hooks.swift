@@ -136,7 +136,7 @@ extension PersistenceStore {
 
     /// Records an acknowledgement from the client before the flow forgets the entry: PUBACK and PUBCOMP lazily
     /// (nothing waits for them), PUBREC before the PUBREL it causes (see ``perform(_:for:via:)``).
-    func outboundAcknowledged(_ type: PacketType, packetID: UInt16, session: BrokerSession) {
+    func outboundAcknowledged(_ type: OutboundAcknowledgement, packetID: UInt16, session: BrokerSession) {
         guard !session.cleanSession, let entry = session.outbound.inflight[packetID] else { return }
         let clientID = session.clientID
         switch (type, entry.state) {

@@ -154,46 +154,44 @@ struct OutboundFlow: Sendable {
         return append(QueuedMessage(message: message, qos: qos, retain: retain))
     }
 
-    /// PUBACK from the client: completes a QoS 1 delivery and releases queued messages into the window.
-    mutating func pubAckReceived(packetID: UInt16) -> [OutboundAction] {
-        var actions: [OutboundAction] = []
-        pubAckReceived(packetID: packetID, into: &actions)
-        return actions
-    }
-
-    /// ``pubAckReceived(packetID:)`` appending to `actions`: the broker passes one list it keeps, so an
-    /// acknowledgement allocates no list of its own.
-    mutating func pubAckReceived(packetID: UInt16, into actions: inout [OutboundAction]) {
-        completeInflight(packetID: packetID, awaiting: .awaitingPubAck, into: &actions)
-    }
-
-    /// PUBREC from the client: the QoS 2 message arrived; answer with PUBREL. Unknown identifiers are answered
-    /// too, so a client that lost track can still finish its exchange.
-    mutating func pubRecReceived(packetID: UInt16) -> [OutboundAction] {
-        var actions: [OutboundAction] = []
-        pubRecReceived(packetID: packetID, into: &actions)
-        return actions
-    }
-
-    /// ``pubRecReceived(packetID:)`` appending to `actions`.
-    mutating func pubRecReceived(packetID: UInt16, into actions: inout [OutboundAction]) {
-        // In place: one lookup, and the entry is neither copied out nor back (a mutating call on the element).
-        if let index = inflight.index(forKey: packetID) {
-            inflight.values[index].advanceToPubComp()
+    /// The client acknowledged a PUBLISH: PUBACK and PUBCOMP complete a QoS 1 or 2 delivery and release queued
+    /// messages into the window; PUBREC is answered with PUBREL, also for an unknown identifier, so a client that
+    /// lost track can still finish its exchange. What to write is appended to `actions`: the broker passes one list
+    /// it keeps, so an acknowledgement allocates no list of its own.
+    mutating func acknowledged(_ acknowledgement: OutboundAcknowledgement, packetID: UInt16, into actions: inout [OutboundAction]) {
+        switch acknowledgement {
+        case .puback:
+            completeInflight(packetID: packetID, awaiting: .awaitingPubAck, into: &actions)
+        case .pubrec:
+            // In place: one lookup, and the entry is neither copied out nor back (a mutating call on the element).
+            if let index = inflight.index(forKey: packetID) {
+                inflight.values[index].advanceToPubComp()
+            }
+            actions.append(.pubrel(packetID))
+        case .pubcomp:
+            completeInflight(packetID: packetID, awaiting: .awaitingPubComp, into: &actions)
         }
-        actions.append(.pubrel(packetID))
     }
 
-    /// PUBCOMP from the client: completes a QoS 2 delivery and releases queued messages into the window.
+    /// PUBACK from the client (``acknowledged(_:packetID:into:)``), returning what to write.
+    mutating func pubAckReceived(packetID: UInt16) -> [OutboundAction] {
+        acknowledged(.puback, packetID: packetID)
+    }
+
+    /// PUBREC from the client (``acknowledged(_:packetID:into:)``), returning what to write.
+    mutating func pubRecReceived(packetID: UInt16) -> [OutboundAction] {
+        acknowledged(.pubrec, packetID: packetID)
+    }
+
+    /// PUBCOMP from the client (``acknowledged(_:packetID:into:)``), returning what to write.
     mutating func pubCompReceived(packetID: UInt16) -> [OutboundAction] {
-        var actions: [OutboundAction] = []
-        pubCompReceived(packetID: packetID, into: &actions)
-        return actions
+        acknowledged(.pubcomp, packetID: packetID)
     }
 
-    /// ``pubCompReceived(packetID:)`` appending to `actions`.
-    mutating func pubCompReceived(packetID: UInt16, into actions: inout [OutboundAction]) {
-        completeInflight(packetID: packetID, awaiting: .awaitingPubComp, into: &actions)
+    private mutating func acknowledged(_ acknowledgement: OutboundAcknowledgement, packetID: UInt16) -> [OutboundAction] {
+        var actions: [OutboundAction] = []
+        acknowledged(acknowledgement, packetID: packetID, into: &actions)
+        return actions
     }
 
     /// Ends the delivery `packetID` when it is in `state`, then releases queued messages into the window.

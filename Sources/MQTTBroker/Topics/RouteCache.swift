@@ -59,7 +59,7 @@ struct RouteCache<Subscriber: Hashable> {
         guard acceptsNewRoutes, heldMatches + matches.count <= maximumMatches else { return }
         routes[UTF8Key(topic)] = matches
         heldMatches += matches.count
-        lastFound = nil  // it can only be another topic's, but a route stored is never shadowed by an older one
+        lastFound = nil  // the memo never outlives a change of what the dictionary holds
     }
 
     /// Forgets every stored route (the subscriptions changed).
