@@ -8,7 +8,8 @@ turn, so slow spells of a shared host fall on all of them alike. Every broker is
 core 0, the generator to core 1, as in bench-broker.sh) and stopped after it.
 
 Prints per broker: median and best delivered msg/s, median and best broker CPU per delivery, and for fixed-rate
-runs (--rate in the bench args) the median p50 and p99 latency. Best-of-N is worth reading beside the median on
+runs (--rate in the bench args) the median p50 and p99 latency, and the median share of the wall time the broker was busy
+(each run's line also splits its CPU into user and system time per delivery). Best-of-N is worth reading beside the median on
 a noisy machine: interference only ever makes a run slower.
 
 Bounded: every run has a timeout, every broker is killed at the end of its run.
@@ -119,12 +120,16 @@ def main():
                 results[broker].append(r)
                 usage = r.get("brokerUsage") or {}
                 lat = r.get("latency") or {}
+                delivered = max(r.get("delivered", 0), 1)
                 print(f"rep {rep + 1} {os.path.basename(broker)}: {r['deliveredPerSecond']:.0f} msg/s "
-                      f"cpu {usage.get('cpuMicrosPerDelivery', 0):.2f} us/msg lost {r['lost']} dup {r['duplicates']}"
+                      f"cpu {usage.get('cpuMicrosPerDelivery', 0):.2f} us/msg "
+                      f"(user {1e6 * usage.get('userSeconds', 0) / delivered:.2f} "
+                      f"sys {1e6 * usage.get('systemSeconds', 0) / delivered:.2f}) "
+                      f"busy {100 * usage.get('busyFraction', 0):.0f}% lost {r['lost']} dup {r['duplicates']}"
                       + (f" p50 {lat['p50Micros']:.1f} p99 {lat['p99Micros']:.1f}" if lat else ""),
                       file=sys.stderr)
     print(f"{'broker':<40} {'runs':>4} {'med msg/s':>10} {'best':>10} {'med cpu':>8} {'best cpu':>8} "
-          f"{'med p50':>8} {'med p99':>8}")
+          f"{'med p50':>8} {'med p99':>8} {'med busy':>8}")
     for broker, rs in results.items():
         if not rs:
             print(f"{broker:<40} no runs")
@@ -134,13 +139,14 @@ def main():
         cpus = [c for c in cpus if c is not None]
         p50s = [r["latency"]["p50Micros"] for r in rs if r.get("latency")]
         p99s = [r["latency"]["p99Micros"] for r in rs if r.get("latency")]
+        busy = [100 * (r.get("brokerUsage") or {}).get("busyFraction", 0) for r in rs if r.get("brokerUsage")]
 
         def fmt(values, pick):
             return f"{pick(values):.2f}" if values else "-"
 
         print(f"{broker[-40:]:<40} {len(rs):>4} {statistics.median(rates):>10.0f} {max(rates):>10.0f} "
               f"{fmt(cpus, statistics.median):>8} {fmt(cpus, min):>8} {fmt(p50s, statistics.median):>8} "
-              f"{fmt(p99s, statistics.median):>8}")
+              f"{fmt(p99s, statistics.median):>8} {fmt(busy, statistics.median):>8}")
 
 
 if __name__ == "__main__":
