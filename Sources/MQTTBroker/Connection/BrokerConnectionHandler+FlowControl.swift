@@ -74,11 +74,24 @@ extension BrokerConnectionHandler {
 
     // MARK: Reading paused by the core
 
-    /// Stops reading from the socket and decoding what was read: a session this connection publishes into is
-    /// congested.
+    /// Decodes nothing the client sends after the read batch in progress: a session this connection publishes into
+    /// is congested. The socket is still read until ``pausedInputLimit`` bytes wait, so a pause and a resume a few
+    /// batches later cost no system call; past the limit the socket stops being read and TCP pushes back.
     func pauseReadingByCore() {
         guard !isReadingPausedByCore, isOpen else { return }
         isReadingPausedByCore = true
+        stopSocketReadsIfPausedInputIsLarge()
+    }
+
+    /// Stops the read batch in progress as well (a congested session is above three quarters of its limits).
+    func haltDecodingByCore() {
+        isDecodingHaltedByCore = true
+    }
+
+    /// Stops reading the socket of a paused connection once ``pausedInputLimit`` bytes wait to be decoded.
+    func stopSocketReadsIfPausedInputIsLarge() {
+        guard isReadingPausedByCore, !isSocketReadingPaused, pendingInputBytes >= Self.pausedInputLimit else { return }
+        isSocketReadingPaused = true
         transport?.setReadingPausedByCore(true)
     }
 
@@ -87,11 +100,13 @@ extension BrokerConnectionHandler {
     func resumeReadingByCore() {
         guard isReadingPausedByCore else { return }
         isReadingPausedByCore = false
+        isDecodingHaltedByCore = false
         core.eventLoop.assumeIsolated().execute { [self] in  // strong: see the slow-consumer timer above
             guard self.isOpen, !self.isReadingPausedByCore else { return }
             self.decodeAvailablePackets()
             self.core.flushDirty()
-            if !self.isReadingPausedByCore {
+            if !self.isReadingPausedByCore, self.isSocketReadingPaused {
+                self.isSocketReadingPaused = false
                 self.transport?.setReadingPausedByCore(false)
             }
         }

@@ -52,8 +52,15 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     @exclusivity(unchecked) var unflushedBytes = 0
     /// Closes the connection when its output stays blocked for `slow_consumer_timeout`.
     @exclusivity(unchecked) var slowConsumerTimer: Scheduled<Void>?
-    /// Whether the core stopped reading this connection (publisher back-pressure).
+    /// Whether the core paused this connection (publisher back-pressure): no new read batch is decoded.
     @exclusivity(unchecked) var isReadingPausedByCore = false
+    /// Whether the read batch in progress stops as well (the congested session is near its limit).
+    @exclusivity(unchecked) var isDecodingHaltedByCore = false
+    /// Whether the socket is not read: paused by the core with ``pausedInputLimit`` bytes or more waiting.
+    @exclusivity(unchecked) var isSocketReadingPaused = false
+    /// Bytes a paused connection still reads from its socket before it stops reading: enough for a client's
+    /// window of small messages, so pausing for a few batches costs no system call, and little memory.
+    static let pausedInputLimit = 16 * 1024
     // [park] parking idle connections (BrokerConnectionHandler+Parking.swift).
     /// The socket's descriptor when the broker accepted it itself (plain TCP): only such a connection can park.
     /// While on a channel, NIO owns it; while parked, ``ParkedSocket`` does.
@@ -162,7 +169,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
             newTransport.close()
             return
         }
-        if isReadingPausedByCore {
+        if isSocketReadingPaused {
             newTransport.setReadingPausedByCore(true)
         }
         core.connectionUnparked(self)
@@ -206,7 +213,11 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
             cumulation?.writeBuffer(&bytes)
         }
         decodeAvailablePackets()
+        stopSocketReadsIfPausedInputIsLarge()
     }
+
+    /// Bytes read and not decoded yet.
+    var pendingInputBytes: Int { cumulation?.readableBytes ?? 0 }
 
     /// The socket's read batch is processed: what it wrote (acks to this client, messages to subscribers) leaves
     /// now, before the next socket's batch is read. Flushing per read batch rather than once per loop tick lets
@@ -284,7 +295,9 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     // MARK: Decoding
 
     func decodeAvailablePackets() {
-        guard var buffer = cumulation else { return }
+        // [flow] A paused publisher's next batches wait here; the batch in progress when it was paused goes on, unless
+        // the core halts it (below).
+        guard !isReadingPausedByCore, var buffer = cumulation else { return }
         cumulation = nil
         defer {
             if buffer.readableBytes > 0, stateMachine.isOpen {
@@ -293,7 +306,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         }
         // One clock read per batch: the keepalive only needs to know that the client was heard from in this batch.
         let now = core.now
-        while stateMachine.isOpen, !isReadingPausedByCore {  // [flow] a paused publisher's bytes wait here
+        while stateMachine.isOpen, !isDecodingHaltedByCore {
             let packet: MQTTPacket?
             do {
                 packet = try decoder.decode(from: &buffer)

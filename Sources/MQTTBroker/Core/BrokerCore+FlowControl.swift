@@ -12,7 +12,8 @@ extension BrokerCore {
     var backpressurePauseCount: UInt64 { backpressure?.pauseCount ?? 0 }
 
     /// A delivery at `qos` was queued (or dropped) for `session`: pause `publisher` if the session is online, not
-    /// the publisher's own, and its queue is above the high watermark.
+    /// the publisher's own, and its queue is above the high watermark; above three quarters of its limits, stop
+    /// the publisher's read batch in progress as well.
     func holdBackPublisher(_ publisher: BrokerConnectionHandler?, for session: BrokerSession, qos: QoS) {
         guard let publisher, backpressure != nil, qos != .atMostOnce, let subscriber = session.connection,
             subscriber !== publisher, session.outbound.isAboveHighWatermark
@@ -20,19 +21,27 @@ extension BrokerCore {
         let actions = backpressure?.queueAboveHighWatermark(
             session: session.key, publisher: ObjectIdentifier(publisher), now: now) ?? []
         apply(actions)
+        if publisher.isReadingPausedByCore, session.outbound.isAboveHaltWatermark {
+            publisher.haltDecodingByCore()
+        }
     }
 
-    /// `session` acknowledged something: it is draining; resume its publishers once its queue is low.
+    /// `session` acknowledged something: it is draining; resume its publishers one at a time below the high
+    /// watermark, and all of them at the low watermark.
     func noteProgress(of session: BrokerSession) {
         // Optional chaining, not `guard let`: no copy of the state machine on every acknowledgement.
         guard backpressure?.isIdle == false else { return }
         let belowLowWatermark = session.outbound.isBelowLowWatermark
         // Progress is timed per read batch (`now` is the batch's start), so a second acknowledgement in the same
         // batch has nothing new to report unless it took the queue down to the low watermark: no lookup for it.
+        // This also resumes at most one publisher per read batch of the subscriber between the watermarks.
         let now = self.now
         if !belowLowWatermark, isInPipelineRead, session.progressNotedAt == now { return }
         session.progressNotedAt = now
-        let actions = backpressure?.progress(session: session.key, belowLowWatermark: belowLowWatermark, now: now) ?? []
+        let level: PublisherBackpressure<ObjectIdentifier, SessionKey>.QueueLevel =
+            belowLowWatermark
+            ? .belowLowWatermark : session.outbound.isAboveHighWatermark ? .aboveHighWatermark : .belowHighWatermark
+        let actions = backpressure?.progress(session: session.key, level: level, now: now) ?? []
         if !actions.isEmpty { apply(actions) }
     }
 

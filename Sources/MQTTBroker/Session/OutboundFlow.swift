@@ -257,7 +257,17 @@ struct OutboundFlow: Sendable {
         (maxQueued > 0 && queue.count > maxQueued / 2) || (maxQueuedBytes > 0 && queuedBytes > maxQueuedBytes / 2)
     }
 
-    /// Whether the queue is down to a quarter of every limit: paused publishers may resume.
+    /// Whether the queue holds more than three quarters of either limit: a paused publisher's read batch in
+    /// progress must stop too, or a large batch could take the queue to the limit and drop.
+    var isAboveHaltWatermark: Bool {
+        (maxQueued > 0 && queue.count > Self.threeQuarters(maxQueued))
+            || (maxQueuedBytes > 0 && queuedBytes > Self.threeQuarters(maxQueuedBytes))
+    }
+
+    /// ⌊3n/4⌋ without overflow.
+    private static func threeQuarters(_ n: Int) -> Int { n - (n + 3) / 4 }
+
+    /// Whether the queue is down to a quarter of every limit: every paused publisher may resume.
     var isBelowLowWatermark: Bool {
         (maxQueued == 0 || queue.count <= maxQueued / 4) && (maxQueuedBytes == 0 || queuedBytes <= maxQueuedBytes / 4)
     }

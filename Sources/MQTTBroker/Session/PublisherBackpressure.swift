@@ -1,13 +1,20 @@
+import DequeModule
 import NIOCore
 
 /// Publisher back-pressure: keeps fast publishers from overflowing the queue of a slower, online subscriber.
 ///
 /// Policy (documented in `broker-config/mqttchat.conf`, key `backpressure_stall_ms`):
 /// - When routing a QoS 1/2 message leaves an online session's queue above its high watermark (half of
-///   `max_queued_messages` or `max_queued_bytes`), the publishing connection is *paused*: the broker stops reading
-///   it, TCP pushes back, and the publisher's acknowledgements slow down instead of messages being dropped.
-/// - The publishers paused for a session resume when its queue is down to the low watermark (a quarter of the
-///   limits).
+///   `max_queued_messages` or `max_queued_bytes`), the publishing connection is *paused*: the broker decodes
+///   nothing it sends after the read batch in progress, and stops reading its socket once a little input waits
+///   (see ``BrokerConnectionHandler/pausedInputLimit``); TCP pushes back, and the publisher's acknowledgements
+///   slow down instead of messages being dropped. Above three quarters of the limits the batch in progress stops
+///   too, so a large batch cannot reach the limit.
+/// - Paused publishers resume *one at a time* while the session drains between its watermarks: each report of
+///   progress below the high watermark resumes the publisher paused longest. The session's queue then hovers at
+///   the high watermark, and the broker interleaves one publisher's batch with the subscriber's acknowledgements,
+///   instead of letting every publisher in at once when the queue is low (a convoy the subscriber waits behind).
+///   Down at the low watermark (a quarter of the limits) every publisher it holds resumes.
 /// - A session only holds publishers back while it makes progress: it must acknowledge something (PUBACK, PUBREC,
 ///   PUBCOMP) at least once per ``stallTimeout``. A session that stalls releases its publishers and exerts no
 ///   back-pressure until it acknowledges again; its queue then fills and drops as configured, counted.
@@ -27,10 +34,22 @@ struct PublisherBackpressure<Connection: Hashable & Sendable, Session: Hashable 
         case resume(Connection)
     }
 
+    /// Where a congested session's queue stands when it reports progress.
+    enum QueueLevel: Sendable, Hashable {
+        /// Down to the low watermark: every publisher paused for the session resumes.
+        case belowLowWatermark
+        /// Below the high watermark: the publisher paused longest resumes.
+        case belowHighWatermark
+        /// Above the high watermark: its publishers stay paused.
+        case aboveHighWatermark
+    }
+
     /// A session whose queue went above its high watermark.
     private struct Congestion: Sendable {
         /// The publishers paused on its behalf.
         var paused: Set<Connection> = []
+        /// The same publishers in the order they were paused: the next to resume first.
+        var resumeOrder: Deque<Connection> = []
         /// The last time it acknowledged something (or became congested).
         var lastProgress: NIODeadline
         /// Whether it made no progress for the stall timeout (it holds no one back until it acknowledges again).
@@ -76,6 +95,7 @@ struct PublisherBackpressure<Connection: Hashable & Sendable, Session: Hashable 
             return release(session, keepingCongestion: true)
         }
         let inserted = congestion.paused.insert(publisher).inserted
+        if inserted { congestion.resumeOrder.append(publisher) }
         congested[session] = congestion
         guard inserted else { return [] }
         let wasPaused = pausedFor[publisher] != nil
@@ -85,17 +105,22 @@ struct PublisherBackpressure<Connection: Hashable & Sendable, Session: Hashable 
         return [.pause(publisher)]
     }
 
-    /// `session` acknowledged something at `now`; `belowLowWatermark` tells where its queue stands now.
+    /// `session` acknowledged something at `now`, leaving its queue at `level`.
     ///
-    /// Called on every acknowledgement while any session is congested, so it looks `session` up once, and reads
-    /// the clock only for a congested session.
-    mutating func progress(session: Session, belowLowWatermark: Bool, now: @autoclosure () -> NIODeadline) -> [Action] {
+    /// Called on acknowledgements while any session is congested, so it looks `session` up once, and reads the
+    /// clock only for a congested session.
+    mutating func progress(session: Session, level: QueueLevel, now: @autoclosure () -> NIODeadline) -> [Action] {
         guard let index = congested.index(forKey: session) else { return [] }
-        if belowLowWatermark {
+        if level == .belowLowWatermark {
             return release(session, keepingCongestion: false)
         }
         congested.values[index].lastProgress = now()
         congested.values[index].stalled = false
+        guard level == .belowHighWatermark else { return [] }
+        while let next = congested.values[index].resumeOrder.popFirst() {
+            guard congested.values[index].paused.remove(next) != nil else { continue }
+            return unpause(next, for: session).map { [$0] } ?? []
+        }
         return []
     }
 
@@ -110,6 +135,7 @@ struct PublisherBackpressure<Connection: Hashable & Sendable, Session: Hashable 
         guard let sessions = pausedFor.removeValue(forKey: connection) else { return }
         for session in sessions {
             congested[session]?.paused.remove(connection)
+            congested[session]?.resumeOrder.removeAll { $0 == connection }
         }
     }
 
@@ -128,20 +154,22 @@ struct PublisherBackpressure<Connection: Hashable & Sendable, Session: Hashable 
         guard let congestion = congested[session] else { return [] }
         if keepingCongestion {
             congested[session]?.paused = []
+            congested[session]?.resumeOrder = []
         } else {
             congested[session] = nil
         }
-        var actions: [Action] = []
-        for connection in congestion.paused {
-            guard var sessions = pausedFor[connection] else { continue }
-            sessions.remove(session)
-            if sessions.isEmpty {
-                pausedFor[connection] = nil
-                actions.append(.resume(connection))
-            } else {
-                pausedFor[connection] = sessions
-            }
+        return congestion.paused.compactMap { unpause($0, for: session) }
+    }
+
+    /// `session` no longer holds `connection` back: `.resume` if no other session does.
+    private mutating func unpause(_ connection: Connection, for session: Session) -> Action? {
+        guard var sessions = pausedFor[connection] else { return nil }
+        sessions.remove(session)
+        if sessions.isEmpty {
+            pausedFor[connection] = nil
+            return .resume(connection)
         }
-        return actions
+        pausedFor[connection] = sessions
+        return nil
     }
 }

@@ -92,7 +92,7 @@ struct OutboundFlowLimitTests {
         #expect(flow.queuedBytes == 20)
     }
 
-    @Test("watermarks: above half of a limit is high, down to a quarter of every limit is low")
+    @Test("watermarks: above half of a limit is high, above three quarters halts, down to a quarter of every limit is low")
     func watermarks() {
         var flow = OutboundFlow(maxInflight: 1, maxQueued: 8, maxQueuedBytes: 0)
         #expect(!flow.isAboveHighWatermark && flow.isBelowLowWatermark)
@@ -103,10 +103,25 @@ struct OutboundFlowLimitTests {
         var bytes = OutboundFlow(maxInflight: 1, maxQueued: 0, maxQueuedBytes: 100)
         for n in 1...6 { _ = bytes.enqueue(message(n), qos: .atLeastOnce, retain: false) }
         #expect(bytes.isAboveHighWatermark)
+        // Three quarters of a limit halts a paused publisher's batch: ⌊3n/4⌋ exactly, even for tiny limits.
+        for (limit, halt) in [(1, 0), (3, 2), (8, 6), (10, 7)] {
+            var flow = OutboundFlow(maxInflight: 1, maxQueued: limit, maxQueuedBytes: 0)
+            while flow.queuedCount < halt {
+                _ = flow.enqueue(message(flow.queuedCount), qos: .atLeastOnce, retain: false)
+                #expect(!flow.isAboveHaltWatermark)
+            }
+            _ = flow.enqueue(message(halt), qos: .atLeastOnce, retain: false)
+            #expect(flow.queuedCount == halt + 1 && flow.isAboveHaltWatermark, "limit \(limit)")
+        }
+        var haltBytes = OutboundFlow(maxInflight: 1, maxQueued: 0, maxQueuedBytes: 100)
+        for n in 1...7 { _ = haltBytes.enqueue(message(n), qos: .atLeastOnce, retain: false) }
+        #expect(haltBytes.queuedBytes == 70 && !haltBytes.isAboveHaltWatermark)
+        _ = haltBytes.enqueue(message(8), qos: .atLeastOnce, retain: false)
+        #expect(haltBytes.queuedBytes == 80 && haltBytes.isAboveHaltWatermark)
         // Without limits nothing is ever dropped, so nothing is ever "high".
         var unlimited = OutboundFlow(maxInflight: 1, maxQueued: 0)
         for n in 1...100 { _ = unlimited.enqueue(message(n), qos: .atLeastOnce, retain: false) }
-        #expect(!unlimited.isAboveHighWatermark && unlimited.isBelowLowWatermark)
+        #expect(!unlimited.isAboveHighWatermark && !unlimited.isAboveHaltWatermark && unlimited.isBelowLowWatermark)
     }
 
     @Test("blocked output: QoS 0 is dropped and counted, QoS 1 waits in the queue until unblocked")
@@ -224,11 +239,40 @@ struct PublisherBackpressureTests {
         #expect(machine.queueAboveHighWatermark(session: 1, publisher: "a", now: t0).isEmpty)
         #expect(machine.queueAboveHighWatermark(session: 1, publisher: "b", now: t0) == [.pause("b")])
         #expect(machine.pausedConnectionCount == 2 && machine.pauseCount == 2)
-        // Progress above the low watermark keeps them paused.
-        #expect(machine.progress(session: 1, belowLowWatermark: false, now: t0 + .milliseconds(500)).isEmpty)
-        let resumed = machine.progress(session: 1, belowLowWatermark: true, now: t0 + .seconds(1))
+        // Progress above the high watermark keeps them paused.
+        #expect(machine.progress(session: 1, level: .aboveHighWatermark, now: t0 + .milliseconds(500)).isEmpty)
+        let resumed = machine.progress(session: 1, level: .belowLowWatermark, now: t0 + .seconds(1))
         #expect(Set(resumed) == [.resume("a"), .resume("b")])
         #expect(machine.pausedConnectionCount == 0 && machine.isIdle)
+    }
+
+    @Test("between the watermarks each report of progress resumes one publisher, the one paused longest")
+    func resumeOneAtATime() {
+        var machine = Machine(stallTimeout: .seconds(2))
+        for publisher in ["a", "b", "c"] {
+            #expect(machine.queueAboveHighWatermark(session: 1, publisher: publisher, now: t0) == [.pause(publisher)])
+        }
+        #expect(machine.progress(session: 1, level: .belowHighWatermark, now: t0) == [.resume("a")])
+        #expect(machine.isPaused("b") && machine.isPaused("c") && !machine.isPaused("a"))
+        // "a" fills the queue again: it goes to the back of the line.
+        #expect(machine.queueAboveHighWatermark(session: 1, publisher: "a", now: t0) == [.pause("a")])
+        #expect(machine.progress(session: 1, level: .aboveHighWatermark, now: t0).isEmpty)
+        #expect(machine.progress(session: 1, level: .belowHighWatermark, now: t0) == [.resume("b")])
+        // A closed publisher is skipped.
+        machine.connectionClosed("c")
+        #expect(machine.progress(session: 1, level: .belowHighWatermark, now: t0) == [.resume("a")])
+        #expect(machine.progress(session: 1, level: .belowHighWatermark, now: t0).isEmpty)
+        #expect(machine.pausedConnectionCount == 0)
+    }
+
+    @Test("a publisher resumed by one session stays paused while another holds it")
+    func resumeOneHeldElsewhere() {
+        var machine = Machine(stallTimeout: .seconds(2))
+        _ = machine.queueAboveHighWatermark(session: 1, publisher: "a", now: t0)
+        _ = machine.queueAboveHighWatermark(session: 2, publisher: "a", now: t0)
+        #expect(machine.progress(session: 1, level: .belowHighWatermark, now: t0).isEmpty)
+        #expect(machine.isPaused("a"))
+        #expect(machine.progress(session: 2, level: .belowHighWatermark, now: t0) == [.resume("a")])
     }
 
     @Test("a publisher paused for two sessions resumes only when both release it")
@@ -236,7 +280,7 @@ struct PublisherBackpressureTests {
         var machine = Machine(stallTimeout: .seconds(2))
         #expect(machine.queueAboveHighWatermark(session: 1, publisher: "a", now: t0) == [.pause("a")])
         #expect(machine.queueAboveHighWatermark(session: 2, publisher: "a", now: t0).isEmpty)
-        #expect(machine.progress(session: 1, belowLowWatermark: true, now: t0).isEmpty)
+        #expect(machine.progress(session: 1, level: .belowLowWatermark, now: t0).isEmpty)
         #expect(machine.isPaused("a"))
         #expect(machine.sessionGone(2) == [.resume("a")])
     }
@@ -247,7 +291,7 @@ struct PublisherBackpressureTests {
         _ = machine.queueAboveHighWatermark(session: 1, publisher: "a", now: t0)
         #expect(machine.nextStallDeadline == t0 + .seconds(2))
         // Progress moves the deadline.
-        _ = machine.progress(session: 1, belowLowWatermark: false, now: t0 + .seconds(1))
+        _ = machine.progress(session: 1, level: .aboveHighWatermark, now: t0 + .seconds(1))
         #expect(machine.checkStalls(now: t0 + .seconds(2)).isEmpty)
         #expect(machine.nextStallDeadline == t0 + .seconds(3))
         #expect(machine.checkStalls(now: t0 + .seconds(3)) == [.resume("a")])
@@ -256,7 +300,7 @@ struct PublisherBackpressureTests {
         #expect(machine.queueAboveHighWatermark(session: 1, publisher: "a", now: t0 + .seconds(4)).isEmpty)
         #expect(machine.queueAboveHighWatermark(session: 1, publisher: "b", now: t0 + .seconds(4)).isEmpty)
         // Once it acknowledges again it exerts back-pressure again.
-        _ = machine.progress(session: 1, belowLowWatermark: false, now: t0 + .seconds(5))
+        _ = machine.progress(session: 1, level: .aboveHighWatermark, now: t0 + .seconds(5))
         #expect(machine.queueAboveHighWatermark(session: 1, publisher: "b", now: t0 + .seconds(5)) == [.pause("b")])
     }
 

@@ -1,0 +1,129 @@
+import MQTTCore
+import NIOCore
+import NIOEmbedded
+import Testing
+
+@testable import MQTTBroker
+
+/// How a publisher paused by back-pressure treats its input, on real connection handlers over `EmbeddedChannel`s: the
+/// read batch in progress goes on unless the congested queue is near its limit, later batches wait (read from the
+/// socket up to a bound, not decoded), and the publishers of one session resume one at a time.
+@Suite("Publisher pause (embedded)")
+struct PublisherPauseTests {
+    /// Window 1, queue limit 20: high watermark above 10 queued, halt above 15, low watermark at 5.
+    func makeBroker() -> EmbeddedBroker {
+        EmbeddedBroker { config in
+            config.maxInflightMessages = 1
+            config.maxQueuedMessages = 20
+            config.backpressureStallTimeout = .seconds(10)
+        }
+    }
+
+    /// A subscriber to `t` at QoS 1 that acknowledges nothing until told to.
+    func subscriber(_ broker: EmbeddedBroker) throws -> EmbeddedClient {
+        let (client, _) = try broker.connect(ConnectPacket(clientIdentifier: "sub"))
+        try client.send(.subscribe(SubscribePacket(packetID: 1, subscriptions: [.init(topicFilter: "t", qos: .atLeastOnce)])))
+        _ = try client.received()
+        return client
+    }
+
+    /// Sends QoS 1 PUBLISHes to `t` with the given packet identifiers in one read batch (one `channelRead`, then
+    /// `channelReadComplete`), as one socket read would deliver them.
+    func publishBatch(_ client: EmbeddedClient, ids: ClosedRange<UInt16>) throws {
+        var buffer = ByteBuffer()
+        for id in ids {
+            let packet = PublishPacket(topic: "t", payload: ByteBuffer(string: "\(id)"), qos: .atLeastOnce, packetID: id)
+            try MQTTPacketEncoder.encode(.publish(packet), into: &buffer)
+        }
+        try client.channel.writeInbound(buffer)
+        client.channel.pipeline.fireChannelReadComplete()
+    }
+
+    func pubackIDs(_ packets: [MQTTPacket]) -> [UInt16] {
+        packets.compactMap {
+            if case .puback(let ack) = $0 { return ack.packetID }
+            return nil
+        }
+    }
+
+    func handler(of client: EmbeddedClient) throws -> BrokerConnectionHandler {
+        try client.channel.pipeline.syncOperations.handler(type: BrokerConnectionHandler.self)
+    }
+
+    /// Acknowledges the subscriber's deliveries one read batch at a time until `count` arrived or none is left.
+    func drain(_ subscriber: EmbeddedClient, _ broker: EmbeddedBroker, upTo count: Int) throws -> [String] {
+        var payloads: [String] = []
+        var pending = try subscriber.receivedPublishes()
+        while let publish = pending.first, payloads.count < count {
+            pending.removeFirst()
+            payloads.append(String(buffer: publish.payload))
+            broker.advance(by: .milliseconds(1))  // a new read batch: its progress is reported
+            try subscriber.send(.puback(PubAckPacket(packetID: publish.packetID ?? 0)))
+            subscriber.channel.pipeline.fireChannelReadComplete()
+            pending += try subscriber.receivedPublishes()
+        }
+        return payloads
+    }
+
+    @Test("a publisher paused in the middle of a read batch finishes that batch; its next batch waits")
+    func batchInProgressGoesOn() throws {
+        let broker = makeBroker()
+        let sub = try subscriber(broker)
+        let (pub, _) = try broker.connect(ConnectPacket(clientIdentifier: "pub"))
+        // 1 in flight + 12 queued: the pause comes at the 11th queued, and the last two of the batch still go in.
+        try publishBatch(pub, ids: 1...13)
+        #expect(pubackIDs(try pub.received()) == Array(1...13))
+        #expect(try handler(of: pub).isReadingPausedByCore)
+        try publishBatch(pub, ids: 14...14)
+        #expect(pubackIDs(try pub.received()).isEmpty)
+        #expect(broker.core.statistics.publishDropped == 0)
+        // The subscriber drains: the waiting batch is decoded once the queue is below the high watermark.
+        let payloads = try drain(sub, broker, upTo: 14)
+        #expect(payloads == (1...14).map(String.init))
+        #expect(pubackIDs(try pub.received()) == [14])
+        #expect(try !handler(of: pub).isReadingPausedByCore)
+    }
+
+    @Test("above three quarters of the queue limit the batch in progress stops too: nothing is dropped")
+    func nearTheLimitTheBatchHalts() throws {
+        let broker = makeBroker()
+        let sub = try subscriber(broker)
+        let (pub, _) = try broker.connect(ConnectPacket(clientIdentifier: "pub"))
+        // 25 in one batch would take the queue past its limit of 20: it halts at 16 queued (1 in flight).
+        try publishBatch(pub, ids: 1...25)
+        #expect(pubackIDs(try pub.received()) == Array(1...17))
+        #expect(broker.core.statistics.publishDropped == 0)
+        let payloads = try drain(sub, broker, upTo: 25)
+        #expect(payloads == (1...25).map(String.init))
+        #expect(pubackIDs(try pub.received()) == Array(18...25))
+        #expect(broker.core.statistics.publishDropped == 0)
+    }
+
+    @Test("a paused publisher's socket is still read up to the paused-input bound, then no longer; resuming reads it again")
+    func socketReadsStopAtTheBound() throws {
+        let broker = makeBroker()
+        let sub = try subscriber(broker)
+        let (pub, _) = try broker.connect(ConnectPacket(clientIdentifier: "pub"))
+        try publishBatch(pub, ids: 1...12)
+        #expect(pubackIDs(try pub.received()) == Array(1...12))
+        let handler = try handler(of: pub)
+        #expect(handler.isReadingPausedByCore && !handler.isSocketReadingPaused)
+        // Below the bound the input waits in the connection, and the socket is still read.
+        var id: UInt16 = 13
+        while handler.pendingInputBytes + 1024 < BrokerConnectionHandler.pausedInputLimit {
+            try publishBatch(pub, ids: id...id + 7)
+            id += 8
+            #expect(!handler.isSocketReadingPaused)
+        }
+        #expect(handler.pendingInputBytes > 0)
+        // Past it, the socket is no longer read.
+        try pub.send(.publish(PublishPacket(topic: "t", payload: ByteBuffer(repeating: 0x61, count: 2048), qos: .atLeastOnce, packetID: id)))
+        #expect(handler.isSocketReadingPaused)
+        #expect(pubackIDs(try pub.received()).isEmpty)
+        // The congested session goes away (its clean-session subscriber drops): the publisher resumes, decodes what
+        // waited and reads its socket again.
+        sub.dropConnection()
+        #expect(pubackIDs(try pub.received()) == Array(13...id))
+        #expect(!handler.isReadingPausedByCore && !handler.isSocketReadingPaused)
+    }
+}
