@@ -18,9 +18,10 @@ extension BrokerCore {
         guard let publisher, backpressure != nil, qos != .atMostOnce, let subscriber = session.connection,
             subscriber !== publisher, session.outbound.isAboveHighWatermark
         else { return }
-        let actions = backpressure?.queueAboveHighWatermark(
-            session: session.key, publisher: ObjectIdentifier(publisher), now: now) ?? []
-        apply(actions)
+        var actions = takeBackpressureActions()
+        backpressure?.queueAboveHighWatermark(
+            session: session.key, publisher: ObjectIdentifier(publisher), now: now, into: &actions)
+        apply(&actions)
         if publisher.isReadingPausedByCore, session.outbound.isAboveHaltWatermark {
             publisher.haltDecodingByCore()
         }
@@ -31,24 +32,33 @@ extension BrokerCore {
     func noteProgress(of session: BrokerSession) {
         // Optional chaining, not `guard let`: no copy of the state machine on every acknowledgement.
         guard backpressure?.isIdle == false else { return }
-        let belowLowWatermark = session.outbound.isBelowLowWatermark
-        // Progress is timed per read batch (`now` is the batch's start), so a second acknowledgement in the same
-        // batch has nothing new to report unless it took the queue down to the low watermark: no lookup for it.
-        // This also resumes at most one publisher per read batch of the subscriber between the watermarks.
-        let now = self.now
-        if !belowLowWatermark, isInPipelineRead, session.progressNotedAt == now { return }
-        session.progressNotedAt = now
         let level: PublisherBackpressure<ObjectIdentifier, SessionKey>.QueueLevel =
-            belowLowWatermark
+            session.outbound.isBelowLowWatermark
             ? .belowLowWatermark : session.outbound.isAboveHighWatermark ? .aboveHighWatermark : .belowHighWatermark
-        let actions = backpressure?.progress(session: session.key, level: level, now: now) ?? []
-        if !actions.isEmpty { apply(actions) }
+        // Progress is timed per read batch (`now` is the batch's start), so once a batch reported it, a later
+        // acknowledgement in the same batch only has news when it took the queue below a watermark: below the high
+        // one (resuming one publisher) once per batch, down to the low one (resuming all) every time. The other
+        // acknowledgements need no lookup.
+        let now = self.now
+        if isInPipelineRead, session.progressNotedAt == now {
+            switch level {
+            case .aboveHighWatermark: return
+            case .belowHighWatermark: if session.drainNotedAt == now { return }
+            case .belowLowWatermark: break
+            }
+        }
+        session.progressNotedAt = now
+        if level == .belowHighWatermark { session.drainNotedAt = now }
+        var actions = takeBackpressureActions()
+        backpressure?.progress(session: session.key, level: level, now: now, into: &actions)
+        apply(&actions)
     }
 
     /// `session` lost its connection: it holds no publisher back any more.
     func sessionWentOffline(_ session: BrokerSession) {
         guard backpressure?.isIdle == false else { return }
-        apply(backpressure?.sessionGone(session.key) ?? [])
+        var actions = backpressure?.sessionGone(session.key) ?? []
+        apply(&actions)
     }
 
     /// A QoS 0 message for a slow consumer was dropped.
@@ -63,7 +73,16 @@ extension BrokerCore {
         )
     }
 
-    private func apply(_ actions: [PublisherBackpressure<ObjectIdentifier, SessionKey>.Action]) {
+    /// The array the back-pressure state appends its actions to, reused: it is consulted for every message routed
+    /// into a congested queue. A nested use (none today) would find it taken and start an empty one.
+    private func takeBackpressureActions() -> [PublisherBackpressure<ObjectIdentifier, SessionKey>.Action] {
+        var actions: [PublisherBackpressure<ObjectIdentifier, SessionKey>.Action] = []
+        swap(&actions, &spareBackpressureActions)
+        return actions
+    }
+
+    /// Carries out `actions` and hands the emptied array back for reuse.
+    private func apply(_ actions: inout [PublisherBackpressure<ObjectIdentifier, SessionKey>.Action]) {
         for action in actions {
             switch action {
             case .pause(let id):
@@ -72,6 +91,8 @@ extension BrokerCore {
                 connections[id]?.resumeReadingByCore()
             }
         }
+        actions.removeAll(keepingCapacity: true)
+        swap(&actions, &spareBackpressureActions)
         scheduleStallCheck()
     }
 
@@ -81,11 +102,11 @@ extension BrokerCore {
         // `self` is captured strongly, as in every timer of the core (see ``scheduleDeadlineTimer()``).
         stallCheckTask = eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
             self.stallCheckTask = nil
-            let actions = self.backpressure?.checkStalls(now: self.eventLoop.now) ?? []
+            var actions = self.backpressure?.checkStalls(now: self.eventLoop.now) ?? []
             if !actions.isEmpty {
                 self.logger.notice("back-pressure released: a congested session stopped acknowledging")
             }
-            self.apply(actions)
+            self.apply(&actions)
         }
     }
 }

@@ -53,6 +53,8 @@ final class BrokerCore {
     // [flow] publisher back-pressure (BrokerCore+FlowControl.swift); nil when `backpressure_stall_ms` is 0.
     @exclusivity(unchecked) var backpressure: PublisherBackpressure<ObjectIdentifier, SessionKey>?
     @exclusivity(unchecked) var stallCheckTask: Scheduled<Void>?
+    /// [flow] The emptied array of back-pressure actions, kept for the next use (``takeBackpressureActions()``).
+    @exclusivity(unchecked) var spareBackpressureActions: [PublisherBackpressure<ObjectIdentifier, SessionKey>.Action] = []
     /// [persist] Durable persistence (Persistence/); nil when off, which keeps every hook a nil check.
     @exclusivity(unchecked) var persistence: PersistenceStore?
     // [park] parking idle connections (BrokerCore+Parking.swift); nil when parking is off or sockets are NIO's.

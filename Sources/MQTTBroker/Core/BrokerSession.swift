@@ -28,6 +28,9 @@ final class BrokerSession {
     /// [flow] The read batch in which the core last reported this session's progress to the back-pressure state
     /// (``BrokerCore/noteProgress(of:)``): the time the batch began, the one clock every report in it shares.
     @exclusivity(unchecked) var progressNotedAt = NIODeadline.uptimeNanoseconds(0)
+    /// [flow] The read batch in which the core last reported this session's queue below the high watermark (each
+    /// such report may resume one publisher): at most one per batch.
+    @exclusivity(unchecked) var drainNotedAt = NIODeadline.uptimeNanoseconds(0)
 
     init(key: SessionKey, clientID: String, cleanSession: Bool, outbound: OutboundFlow) {
         self.key = key

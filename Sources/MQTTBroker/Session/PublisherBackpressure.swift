@@ -59,9 +59,44 @@ struct PublisherBackpressure<Connection: Hashable & Sendable, Session: Hashable 
     /// How long a congested session may go without acknowledging before it stops holding publishers back.
     let stallTimeout: TimeAmount
 
+    /// The sessions a connection is paused for: nearly always one, held without allocating a set.
+    private enum Holders: Sendable {
+        case one(Session)
+        case several(Set<Session>)
+
+        func adding(_ session: Session) -> Holders {
+            switch self {
+            case .one(let held):
+                return held == session ? self : .several([held, session])
+            case .several(var sessions):
+                sessions.insert(session)
+                return .several(sessions)
+            }
+        }
+
+        /// The holders left once `session` lets go; nil when none is left.
+        func removing(_ session: Session) -> Holders? {
+            switch self {
+            case .one(let held):
+                return held == session ? nil : self
+            case .several(var sessions):
+                sessions.remove(session)
+                if sessions.count > 1 { return .several(sessions) }
+                return sessions.first.map { .one($0) }
+            }
+        }
+
+        var sessions: [Session] {
+            switch self {
+            case .one(let held): [held]
+            case .several(let sessions): Array(sessions)
+            }
+        }
+    }
+
     private var congested: [Session: Congestion] = [:]
     /// Connection -> the sessions it is paused for.
-    private var pausedFor: [Connection: Set<Session>] = [:]
+    private var pausedFor: [Connection: Holders] = [:]
     /// Pauses since the start (for `$SYS`).
     private(set) var pauseCount: UInt64 = 0
 
@@ -84,56 +119,93 @@ struct PublisherBackpressure<Connection: Hashable & Sendable, Session: Hashable 
     }
 
     /// Routing a message from `publisher` left the online `session`'s queue above its high watermark at `now`.
+    /// Appends what to do to `actions` (the caller reuses one array: this runs for every message routed into a
+    /// congested queue).
+    mutating func queueAboveHighWatermark(
+        session: Session, publisher: Connection, now: NIODeadline, into actions: inout [Action]
+    ) {
+        // The congestion is updated in place: a copy taken out of the dictionary would make the insert below copy
+        // its set as well (and the `default:` subscript boxes its default value on every call).
+        if congested.index(forKey: session) == nil {
+            congested[session] = Congestion(lastProgress: now)
+        }
+        guard let index = congested.index(forKey: session) else { return }
+        let (stalled, inserted) = Self.note(publisher, in: &congested.values[index], now: now, stallTimeout: stallTimeout)
+        if stalled {
+            release(session, keepingCongestion: true, into: &actions)
+            return
+        }
+        guard inserted else { return }
+        guard let holders = pausedFor[publisher] else {
+            pausedFor[publisher] = .one(session)
+            pauseCount += 1
+            actions.append(.pause(publisher))
+            return
+        }
+        pausedFor[publisher] = holders.adding(session)
+    }
+
+    /// ``queueAboveHighWatermark(session:publisher:now:into:)`` returning its actions (for tests).
     mutating func queueAboveHighWatermark(session: Session, publisher: Connection, now: NIODeadline) -> [Action] {
-        var congestion = congested[session] ?? Congestion(lastProgress: now)
+        var actions: [Action] = []
+        queueAboveHighWatermark(session: session, publisher: publisher, now: now, into: &actions)
+        return actions
+    }
+
+    /// Records `publisher` as paused for `congestion`, unless the congested session went quiet before anyone was
+    /// paused for it (it is then stalled: no back-pressure until it acknowledges again).
+    private static func note(
+        _ publisher: Connection, in congestion: inout Congestion, now: NIODeadline, stallTimeout: TimeAmount
+    ) -> (stalled: Bool, inserted: Bool) {
         if !congestion.stalled, now - congestion.lastProgress >= stallTimeout {
-            // It went quiet before anyone was paused for it: no back-pressure until it acknowledges again.
             congestion.stalled = true
         }
-        guard !congestion.stalled else {
-            congested[session] = congestion
-            return release(session, keepingCongestion: true)
-        }
-        let inserted = congestion.paused.insert(publisher).inserted
-        if inserted { congestion.resumeOrder.append(publisher) }
-        congested[session] = congestion
-        guard inserted else { return [] }
-        let wasPaused = pausedFor[publisher] != nil
-        pausedFor[publisher, default: []].insert(session)
-        guard !wasPaused else { return [] }
-        pauseCount += 1
-        return [.pause(publisher)]
+        guard !congestion.stalled else { return (true, false) }
+        guard congestion.paused.insert(publisher).inserted else { return (false, false) }
+        congestion.resumeOrder.append(publisher)
+        return (false, true)
     }
 
     /// `session` acknowledged something at `now`, leaving its queue at `level`.
     ///
     /// Called on acknowledgements while any session is congested, so it looks `session` up once, and reads the
     /// clock only for a congested session.
-    mutating func progress(session: Session, level: QueueLevel, now: @autoclosure () -> NIODeadline) -> [Action] {
-        guard let index = congested.index(forKey: session) else { return [] }
+    mutating func progress(
+        session: Session, level: QueueLevel, now: @autoclosure () -> NIODeadline, into actions: inout [Action]
+    ) {
+        guard let index = congested.index(forKey: session) else { return }
         if level == .belowLowWatermark {
-            return release(session, keepingCongestion: false)
+            release(session, keepingCongestion: false, into: &actions)
+            return
         }
         congested.values[index].lastProgress = now()
         congested.values[index].stalled = false
-        guard level == .belowHighWatermark else { return [] }
+        guard level == .belowHighWatermark else { return }
         while let next = congested.values[index].resumeOrder.popFirst() {
             guard congested.values[index].paused.remove(next) != nil else { continue }
-            return unpause(next, for: session).map { [$0] } ?? []
+            unpause(next, for: session, into: &actions)
+            return
         }
-        return []
+    }
+
+    /// ``progress(session:level:now:into:)`` returning its actions (for tests).
+    mutating func progress(session: Session, level: QueueLevel, now: NIODeadline) -> [Action] {
+        var actions: [Action] = []
+        progress(session: session, level: level, now: now, into: &actions)
+        return actions
     }
 
     /// `session` went offline or was removed: it holds no one back any more.
     mutating func sessionGone(_ session: Session) -> [Action] {
-        guard congested[session] != nil else { return [] }
-        return release(session, keepingCongestion: false)
+        var actions: [Action] = []
+        release(session, keepingCongestion: false, into: &actions)
+        return actions
     }
 
     /// `connection` closed: forget it (nothing to resume).
     mutating func connectionClosed(_ connection: Connection) {
-        guard let sessions = pausedFor.removeValue(forKey: connection) else { return }
-        for session in sessions {
+        guard let holders = pausedFor.removeValue(forKey: connection) else { return }
+        for session in holders.sessions {
             congested[session]?.paused.remove(connection)
             congested[session]?.resumeOrder.removeAll { $0 == connection }
         }
@@ -145,31 +217,32 @@ struct PublisherBackpressure<Connection: Hashable & Sendable, Session: Hashable 
         var actions: [Action] = []
         for (session, congestion) in congested where !congestion.stalled && now - congestion.lastProgress >= stallTimeout {
             congested[session]?.stalled = true
-            actions += release(session, keepingCongestion: true)
+            release(session, keepingCongestion: true, into: &actions)
         }
         return actions
     }
 
-    private mutating func release(_ session: Session, keepingCongestion: Bool) -> [Action] {
-        guard let congestion = congested[session] else { return [] }
+    private mutating func release(_ session: Session, keepingCongestion: Bool, into actions: inout [Action]) {
+        guard let congestion = congested[session] else { return }
         if keepingCongestion {
             congested[session]?.paused = []
             congested[session]?.resumeOrder = []
         } else {
             congested[session] = nil
         }
-        return congestion.paused.compactMap { unpause($0, for: session) }
+        for connection in congestion.paused {
+            unpause(connection, for: session, into: &actions)
+        }
     }
 
     /// `session` no longer holds `connection` back: `.resume` if no other session does.
-    private mutating func unpause(_ connection: Connection, for session: Session) -> Action? {
-        guard var sessions = pausedFor[connection] else { return nil }
-        sessions.remove(session)
-        if sessions.isEmpty {
+    private mutating func unpause(_ connection: Connection, for session: Session, into actions: inout [Action]) {
+        guard let holders = pausedFor[connection] else { return }
+        if let left = holders.removing(session) {
+            pausedFor[connection] = left
+        } else {
             pausedFor[connection] = nil
-            return .resume(connection)
+            actions.append(.resume(connection))
         }
-        pausedFor[connection] = sessions
-        return nil
     }
 }

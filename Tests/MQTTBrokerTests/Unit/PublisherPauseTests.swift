@@ -99,6 +99,33 @@ struct PublisherPauseTests {
         #expect(broker.core.statistics.publishDropped == 0)
     }
 
+    @Test("a subscriber's read batch that takes the queue below the high watermark resumes a publisher in that batch")
+    func resumeWithinTheBatchThatDrains() throws {
+        let broker = EmbeddedBroker { config in
+            config.maxInflightMessages = 4
+            config.maxQueuedMessages = 20
+            config.backpressureStallTimeout = .seconds(10)
+        }
+        let sub = try subscriber(broker)
+        let (pub, _) = try broker.connect(ConnectPacket(clientIdentifier: "pub"))
+        try publishBatch(pub, ids: 1...16)  // 4 in flight, 12 queued: paused
+        #expect(pubackIDs(try pub.received()) == Array(1...16))
+        try publishBatch(pub, ids: 17...18)
+        #expect(pubackIDs(try pub.received()).isEmpty)
+        // One read batch acknowledging all four: the queue goes 11, 10, 9, 8. The first acknowledgement leaves it
+        // above the high watermark (10); the second takes it below, and that resumes the publisher.
+        let delivered = try sub.receivedPublishes()
+        #expect(delivered.count == 4)
+        broker.advance(by: .milliseconds(1))
+        var acks = ByteBuffer()
+        for publish in delivered {
+            try MQTTPacketEncoder.encode(.puback(PubAckPacket(packetID: publish.packetID ?? 0)), into: &acks)
+        }
+        try sub.channel.writeInbound(acks)
+        sub.channel.pipeline.fireChannelReadComplete()
+        #expect(pubackIDs(try pub.received()) == [17, 18])
+    }
+
     @Test("a paused publisher's socket is still read up to the paused-input bound, then no longer; resuming reads it again")
     func socketReadsStopAtTheBound() throws {
         let broker = makeBroker()
