@@ -74,8 +74,8 @@ extension BrokerConnectionHandler {
 
     // MARK: Reading paused by the core
 
-    /// Decodes nothing the client sends after the read batch in progress: a session this connection publishes into
-    /// is congested. The socket is still read until ``pausedInputLimit`` bytes wait, so a pause and a resume a few
+    /// Decodes no PUBLISH the client sends after the read batch in progress (nor anything behind one): a session
+    /// this connection publishes into is congested. The socket is still read until ``pausedInputLimit`` bytes wait, so a pause and a resume a few
     /// batches later cost no system call; past the limit the socket stops being read and TCP pushes back.
     func pauseReadingByCore() {
         guard !isReadingPausedByCore, isOpen else { return }

@@ -295,9 +295,12 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     // MARK: Decoding
 
     func decodeAvailablePackets() {
-        // [flow] A paused publisher's next batches wait here; the batch in progress when it was paused goes on, unless
-        // the core halts it (below).
-        guard !isReadingPausedByCore, var buffer = cumulation else { return }
+        // [flow] A paused publisher's next batches are decoded up to their first PUBLISH, which waits with everything
+        // behind it: its other packets (PUBREL, PINGREQ, acknowledgements) are still answered, so its own window
+        // keeps moving and the batch it sends at its resume is a full one. The batch in progress when it was paused
+        // goes on, unless the core halts it (below).
+        guard var buffer = cumulation else { return }
+        let pausedAtStart = isReadingPausedByCore
         cumulation = nil
         defer {
             if buffer.readableBytes > 0, stateMachine.isOpen {
@@ -307,6 +310,11 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         // One clock read per batch: the keepalive only needs to know that the client was heard from in this batch.
         let now = core.now
         while stateMachine.isOpen, !isDecodingHaltedByCore {
+            if pausedAtStart, let first = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self),
+                first >> 4 == PacketType.publish.rawValue
+            {
+                return
+            }
             let packet: MQTTPacket?
             do {
                 packet = try decoder.decode(from: &buffer)

@@ -84,6 +84,41 @@ struct PublisherPauseTests {
         #expect(try !handler(of: pub).isReadingPausedByCore)
     }
 
+    @Test("a paused publisher's PUBREL and PINGREQ are answered; a PUBLISH waits, and so does what follows it")
+    func pausedPublisherKeepsItsWindowMoving() throws {
+        let broker = makeBroker()
+        _ = try subscriber(broker)
+        let (pub, _) = try broker.connect(ConnectPacket(clientIdentifier: "pub"))
+        var batch = ByteBuffer()
+        for id: UInt16 in 1...12 {
+            let packet = PublishPacket(topic: "t", payload: ByteBuffer(string: "\(id)"), qos: .exactlyOnce, packetID: id)
+            try MQTTPacketEncoder.encode(.publish(packet), into: &batch)
+        }
+        try pub.channel.writeInbound(batch)
+        pub.channel.pipeline.fireChannelReadComplete()
+        let recs = try pub.received().compactMap { if case .pubrec(let rec) = $0 { rec.packetID } else { nil } }
+        #expect(recs == Array(1...12))
+        #expect(try handler(of: pub).isReadingPausedByCore)
+        // Paused: the releases of those twelve and a ping are answered; the PUBLISH after them waits, and so does
+        // the ping behind it.
+        var next = ByteBuffer()
+        for id: UInt16 in 1...12 {
+            try MQTTPacketEncoder.encode(.pubrel(PubRelPacket(packetID: id)), into: &next)
+        }
+        try MQTTPacketEncoder.encode(.pingreq(PingReqPacket()), into: &next)
+        let waiting = PublishPacket(topic: "t", payload: ByteBuffer(string: "13"), qos: .exactlyOnce, packetID: 13)
+        try MQTTPacketEncoder.encode(.publish(waiting), into: &next)
+        try MQTTPacketEncoder.encode(.pingreq(PingReqPacket()), into: &next)
+        try pub.channel.writeInbound(next)
+        pub.channel.pipeline.fireChannelReadComplete()
+        let answers = try pub.received()
+        let comps = answers.compactMap { if case .pubcomp(let comp) = $0 { comp.packetID } else { nil } }
+        #expect(comps == Array(1...12))
+        #expect(answers.filter { if case .pingresp = $0 { true } else { false } }.count == 1)
+        #expect(!answers.contains { if case .pubrec = $0 { true } else { false } })
+        #expect(try handler(of: pub).pendingInputBytes > 0)
+    }
+
     @Test("above three quarters of the queue limit the batch in progress stops too: nothing is dropped")
     func nearTheLimitTheBatchHalts() throws {
         let broker = makeBroker()
