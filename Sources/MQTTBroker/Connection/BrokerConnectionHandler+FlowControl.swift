@@ -75,15 +75,17 @@ extension BrokerConnectionHandler {
     // MARK: Reading paused by the core
 
     /// Decodes no PUBLISH the client sends after the read batch in progress (nor anything behind one): a session
-    /// this connection publishes into is congested. The socket is still read until ``pausedInputLimit`` bytes wait, so a pause and a resume a few
-    /// batches later cost no system call; past the limit the socket stops being read and TCP pushes back.
+    /// this connection publishes into is congested. The socket is still read until ``pausedInputLimit`` bytes
+    /// wait, so a pause and a resume a few batches later cost no system call; past the limit the socket stops
+    /// being read and TCP pushes back.
     func pauseReadingByCore() {
         guard !isReadingPausedByCore, isOpen else { return }
         isReadingPausedByCore = true
         stopSocketReadsIfPausedInputIsLarge()
     }
 
-    /// Stops the read batch in progress as well (a congested session is above three quarters of its limits).
+    /// Applies the pause to the read batch in progress as well, from its next PUBLISH on (a congested session is
+    /// above three quarters of its limits).
     func haltDecodingByCore() {
         isDecodingHaltedByCore = true
     }

@@ -54,7 +54,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     @exclusivity(unchecked) var slowConsumerTimer: Scheduled<Void>?
     /// Whether the core paused this connection (publisher back-pressure): no new read batch is decoded.
     @exclusivity(unchecked) var isReadingPausedByCore = false
-    /// Whether the read batch in progress stops as well (the congested session is near its limit).
+    /// Whether the pause applies to the read batch in progress as well (the congested session is near its limit).
     @exclusivity(unchecked) var isDecodingHaltedByCore = false
     /// Whether the socket is not read: paused by the core with ``pausedInputLimit`` bytes or more waiting.
     @exclusivity(unchecked) var isSocketReadingPaused = false
@@ -298,7 +298,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         // [flow] A paused publisher's next batches are decoded up to their first PUBLISH, which waits with everything
         // behind it: its other packets (PUBREL, PINGREQ, acknowledgements) are still answered, so its own window
         // keeps moving and the batch it sends at its resume is a full one. The batch in progress when it was paused
-        // goes on, unless the core halts it (below).
+        // goes on, unless the core halts it: then the same rule applies from the next packet on.
         guard var buffer = cumulation else { return }
         let pausedAtStart = isReadingPausedByCore
         cumulation = nil
@@ -309,8 +309,9 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         }
         // One clock read per batch: the keepalive only needs to know that the client was heard from in this batch.
         let now = core.now
-        while stateMachine.isOpen, !isDecodingHaltedByCore {
-            if pausedAtStart, let first = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self),
+        while stateMachine.isOpen {
+            if pausedAtStart || isDecodingHaltedByCore,
+                let first = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self),
                 first >> 4 == PacketType.publish.rawValue
             {
                 return
@@ -567,7 +568,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     func timerFired(now: NIODeadline) {
         timerDeadline = nil
         if isReadingPausedByCore {
-            // [flow] The client cannot be heard while the core does not read it: check again later.
+            // [flow] A paused client may not be heard (its PINGREQ can wait behind a PUBLISH): check again later.
             scheduleTimer(at: now + .seconds(1))
             return
         }

@@ -9,8 +9,8 @@ import NIOCore
 ///   progress the broker decodes its packets only up to the first PUBLISH, which waits with everything behind it
 ///   (a PUBREL, PINGREQ or acknowledgement before it is still answered), and stops reading its socket once a
 ///   little input waits (see ``BrokerConnectionHandler/pausedInputLimit``); TCP pushes back, and the publisher's
-///   acknowledgements slow down instead of messages being dropped. Above three quarters of the limits the batch
-///   in progress stops too, so a large batch cannot reach the limit.
+///   acknowledgements slow down instead of messages being dropped. Above three quarters of the limits the pause
+///   applies to the batch in progress too, so a large batch cannot reach the limit.
 /// - Paused publishers resume *one at a time* while the session drains between its watermarks: each report of
 ///   progress below the high watermark resumes the publisher paused longest. The session's queue then hovers at
 ///   the high watermark, and the broker interleaves one publisher's batch with the subscriber's acknowledgements,

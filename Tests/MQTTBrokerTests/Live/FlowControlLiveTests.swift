@@ -23,13 +23,19 @@ struct FlowControlLiveTests {
 
     /// Sends `count` QoS 1 PUBLISHes in one write (ids 1...count, payload = index).
     func flood(_ publisher: LiveClient, topic: String, count: Int) async throws {
-        var buffer = publisher.channel.allocator.buffer(capacity: count * 32)
-        for index in 0..<count {
-            let packet = PublishPacket(
-                topic: topic, payload: ByteBuffer(string: "\(index)"), qos: .atLeastOnce, packetID: UInt16(index + 1))
-            try MQTTPacketEncoder.encode(.publish(packet), into: &buffer)
+        try await writeBatch(publisher, (0..<count).map { index in
+            .publish(PublishPacket(
+                topic: topic, payload: ByteBuffer(string: "\(index)"), qos: .atLeastOnce, packetID: UInt16(index + 1)))
+        })
+    }
+
+    /// Sends `packets` in one write.
+    func writeBatch(_ client: LiveClient, _ packets: [MQTTPacket]) async throws {
+        var buffer = client.channel.allocator.buffer(capacity: packets.count * 32)
+        for packet in packets {
+            try MQTTPacketEncoder.encode(packet, into: &buffer)
         }
-        try await publisher.channel.writeAndFlush(buffer)
+        try await client.channel.writeAndFlush(buffer)
     }
 
     /// Counts PUBACKs until none arrives for `quiet`.
@@ -68,6 +74,57 @@ struct FlowControlLiveTests {
             #expect(dropped == 0)
             #expect(paused == 0)
             #expect(pauses >= 1)
+            await publisher.close()
+            await subscriber.close()
+        }
+    }
+
+    @Test("a paused QoS 2 publisher still gets its PUBCOMPs and PINGRESP while its next PUBLISH waits", arguments: [1, 2])
+    func pausedPublisherIsStillAnswered(loops: Int) async throws {
+        try await withLiveBroker(configure(stall: .seconds(10), loops: loops)) { server, address in
+            let (subscriber, _) = try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "slow-sub"))
+            _ = try await subscriber.subscribe("flow/t", qos: .exactlyOnce)
+            let (publisher, _) = try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "pub"))
+            // 7 QoS 2 publishes: 1 in flight and 6 queued, the last one above half of 10: the publisher is paused
+            // by the last of them, so none is left waiting.
+            try await writeBatch(publisher, (UInt16(1)...7).map { id in
+                .publish(PublishPacket(topic: "flow/t", payload: ByteBuffer(string: "\(id)"), qos: .exactlyOnce, packetID: id))
+            })
+            var recs: [UInt16] = []
+            while recs.count < 7, case .pubrec(let rec) = try await publisher.next() { recs.append(rec.packetID) }
+            #expect(recs == Array(1...7))
+            #expect(try await server.withCore { $0.backpressuredConnectionCount } == 1)
+            // Paused: its releases and a ping are answered over the socket; the PUBLISH after them waits.
+            let waiting = PublishPacket(topic: "flow/t", payload: ByteBuffer(string: "8"), qos: .exactlyOnce, packetID: 8)
+            try await writeBatch(
+                publisher,
+                (UInt16(1)...7).map { .pubrel(PubRelPacket(packetID: $0)) } + [.pingreq(PingReqPacket()), .publish(waiting)])
+            var comps: [UInt16] = []
+            var pinged = false
+            while comps.count < 7 || !pinged {
+                switch try await publisher.next() {
+                case .pubcomp(let comp): comps.append(comp.packetID)
+                case .pingresp: pinged = true
+                case let other: Issue.record("unexpected \(other)")
+                }
+            }
+            #expect(comps == Array(1...7))
+            #expect(try await server.withCore { $0.backpressuredConnectionCount } == 1)
+            // The subscriber drains: the waiting PUBLISH goes in, all eight arrive in order, nothing dropped.
+            var received: [String] = []
+            for _ in 0..<8 {
+                let publish = try await subscriber.nextPublish()
+                received.append(String(buffer: publish.payload))
+                guard case .pubrel(let rel) = try await subscriber.next() else { break }
+                try await subscriber.send(.pubcomp(PubCompPacket(packetID: rel.packetID)))
+            }
+            #expect(received == (1...8).map(String.init))
+            guard case .pubrec(let rec) = try await publisher.next() else {
+                Issue.record("no PUBREC for the waiting publish")
+                return
+            }
+            #expect(rec.packetID == 8)
+            #expect(try await server.withCore { $0.statistics.publishDropped } == 0)
             await publisher.close()
             await subscriber.close()
         }

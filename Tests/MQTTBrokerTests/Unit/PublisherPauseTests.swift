@@ -27,16 +27,25 @@ struct PublisherPauseTests {
         return client
     }
 
-    /// Sends QoS 1 PUBLISHes to `t` with the given packet identifiers in one read batch (one `channelRead`, then
-    /// `channelReadComplete`), as one socket read would deliver them.
-    func publishBatch(_ client: EmbeddedClient, ids: ClosedRange<UInt16>) throws {
+    /// Sends `packets` in one read batch (one `channelRead`, then `channelReadComplete`), as one socket read would
+    /// deliver them.
+    func sendBatch(_ client: EmbeddedClient, _ packets: [MQTTPacket]) throws {
         var buffer = ByteBuffer()
-        for id in ids {
-            let packet = PublishPacket(topic: "t", payload: ByteBuffer(string: "\(id)"), qos: .atLeastOnce, packetID: id)
-            try MQTTPacketEncoder.encode(.publish(packet), into: &buffer)
+        for packet in packets {
+            try MQTTPacketEncoder.encode(packet, into: &buffer)
         }
         try client.channel.writeInbound(buffer)
         client.channel.pipeline.fireChannelReadComplete()
+    }
+
+    /// PUBLISHes to `t` with the given packet identifiers, each carrying its identifier as payload.
+    func publishes(_ ids: ClosedRange<UInt16>, qos: QoS = .atLeastOnce) -> [MQTTPacket] {
+        ids.map { .publish(PublishPacket(topic: "t", payload: ByteBuffer(string: "\($0)"), qos: qos, packetID: $0)) }
+    }
+
+    /// Sends QoS 1 PUBLISHes to `t` with the given packet identifiers in one read batch.
+    func publishBatch(_ client: EmbeddedClient, ids: ClosedRange<UInt16>) throws {
+        try sendBatch(client, publishes(ids))
     }
 
     func pubackIDs(_ packets: [MQTTPacket]) -> [UInt16] {
@@ -58,8 +67,7 @@ struct PublisherPauseTests {
             pending.removeFirst()
             payloads.append(String(buffer: publish.payload))
             broker.advance(by: .milliseconds(1))  // a new read batch: its progress is reported
-            try subscriber.send(.puback(PubAckPacket(packetID: publish.packetID ?? 0)))
-            subscriber.channel.pipeline.fireChannelReadComplete()
+            try sendBatch(subscriber, [.puback(PubAckPacket(packetID: publish.packetID ?? 0))])
             pending += try subscriber.receivedPublishes()
         }
         return payloads
@@ -89,28 +97,14 @@ struct PublisherPauseTests {
         let broker = makeBroker()
         _ = try subscriber(broker)
         let (pub, _) = try broker.connect(ConnectPacket(clientIdentifier: "pub"))
-        var batch = ByteBuffer()
-        for id: UInt16 in 1...12 {
-            let packet = PublishPacket(topic: "t", payload: ByteBuffer(string: "\(id)"), qos: .exactlyOnce, packetID: id)
-            try MQTTPacketEncoder.encode(.publish(packet), into: &batch)
-        }
-        try pub.channel.writeInbound(batch)
-        pub.channel.pipeline.fireChannelReadComplete()
+        try sendBatch(pub, publishes(1...12, qos: .exactlyOnce))
         let recs = try pub.received().compactMap { if case .pubrec(let rec) = $0 { rec.packetID } else { nil } }
         #expect(recs == Array(1...12))
         #expect(try handler(of: pub).isReadingPausedByCore)
         // Paused: the releases of those twelve and a ping are answered; the PUBLISH after them waits, and so does
         // the ping behind it.
-        var next = ByteBuffer()
-        for id: UInt16 in 1...12 {
-            try MQTTPacketEncoder.encode(.pubrel(PubRelPacket(packetID: id)), into: &next)
-        }
-        try MQTTPacketEncoder.encode(.pingreq(PingReqPacket()), into: &next)
-        let waiting = PublishPacket(topic: "t", payload: ByteBuffer(string: "13"), qos: .exactlyOnce, packetID: 13)
-        try MQTTPacketEncoder.encode(.publish(waiting), into: &next)
-        try MQTTPacketEncoder.encode(.pingreq(PingReqPacket()), into: &next)
-        try pub.channel.writeInbound(next)
-        pub.channel.pipeline.fireChannelReadComplete()
+        let releases = (UInt16(1)...12).map { MQTTPacket.pubrel(PubRelPacket(packetID: $0)) }
+        try sendBatch(pub, releases + [.pingreq(PingReqPacket())] + publishes(13...13, qos: .exactlyOnce) + [.pingreq(PingReqPacket())])
         let answers = try pub.received()
         let comps = answers.compactMap { if case .pubcomp(let comp) = $0 { comp.packetID } else { nil } }
         #expect(comps == Array(1...12))
@@ -152,13 +146,22 @@ struct PublisherPauseTests {
         let delivered = try sub.receivedPublishes()
         #expect(delivered.count == 4)
         broker.advance(by: .milliseconds(1))
-        var acks = ByteBuffer()
-        for publish in delivered {
-            try MQTTPacketEncoder.encode(.puback(PubAckPacket(packetID: publish.packetID ?? 0)), into: &acks)
-        }
-        try sub.channel.writeInbound(acks)
-        sub.channel.pipeline.fireChannelReadComplete()
+        try sendBatch(sub, delivered.map { .puback(PubAckPacket(packetID: $0.packetID ?? 0)) })
         #expect(pubackIDs(try pub.received()) == [17, 18])
+    }
+
+    @Test("once halted, the rest of the batch is still answered up to its next PUBLISH")
+    func haltedBatchStopsAtItsNextPublish() throws {
+        let broker = makeBroker()
+        _ = try subscriber(broker)
+        let (pub, _) = try broker.connect(ConnectPacket(clientIdentifier: "pub"))
+        // 1 in flight + 16 queued halts the batch (above 15); the ping behind it is answered, PUBLISH 18 waits.
+        try sendBatch(pub, publishes(1...17) + [.pingreq(PingReqPacket())] + publishes(18...18))
+        let answers = try pub.received()
+        #expect(pubackIDs(answers) == Array(1...17))
+        #expect(answers.contains { if case .pingresp = $0 { true } else { false } })
+        #expect(try handler(of: pub).isDecodingHaltedByCore)
+        #expect(broker.core.statistics.publishDropped == 0)
     }
 
     @Test("a paused publisher's socket is still read up to the paused-input bound, then no longer; resuming reads it again")
