@@ -70,7 +70,7 @@ extension ByteBuffer {
         let utf8 = string.utf8
         guard utf8.count == readableBytes else { return false }
         let equal: Bool? = utf8.withContiguousStorageIfAvailable { stringBytes in
-            withUnsafeReadableBytes { $0.elementsEqual(UnsafeRawBufferPointer(stringBytes)) }
+            withUnsafeReadableBytes { sameBytes($0, UnsafeRawBufferPointer(stringBytes)) }
         }
         return equal ?? readableBytesView.elementsEqual(utf8)
     }

@@ -140,6 +140,8 @@ public enum MQTTTopic {
         _ rhs: UnsafeBufferPointer<UInt8>, _ rhsRange: Range<Int>
     ) -> Bool {
         guard lhsRange.count == rhsRange.count else { return false }
-        return UnsafeBufferPointer(rebasing: lhs[lhsRange]).elementsEqual(UnsafeBufferPointer(rebasing: rhs[rhsRange]))
+        return sameBytes(
+            UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(lhs)[lhsRange]),
+            UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(rhs)[rhsRange]))
     }
 }

@@ -18,7 +18,7 @@ public struct UTF8Key<Base: StringProtocol & Sendable>: Hashable, Comparable, Se
     public static func == (lhs: Self, rhs: Self) -> Bool {
         let fast = lhs.base.utf8.withContiguousStorageIfAvailable { left in
             rhs.base.utf8.withContiguousStorageIfAvailable { right in
-                left.count == right.count && left.elementsEqual(right)
+                sameBytes(UnsafeRawBufferPointer(left), UnsafeRawBufferPointer(right))
             }
         }
         if let fast = fast ?? nil { return fast }
