@@ -11,29 +11,49 @@ struct FixedHeader: Sendable, Hashable {
     /// The size of the fixed header itself: the first byte plus 1 to 4 remaining length bytes.
     var byteCount: Int
 
+    /// The first two bytes of the body, big-endian, when the body has two and they have arrived: the packet
+    /// identifier of an acknowledgement, read in the same access to the bytes as the header so that an
+    /// acknowledgement needs no slice of its own.
+    var bodyPrefix: UInt16?
+
     /// The size of the whole packet.
     var packetSize: Int { byteCount + remainingLength }
 
     /// Parses and validates the fixed header at the buffer's reader index without moving it.
     ///
     /// Type, flags and remaining length are each checked as soon as their bytes are present, so a bad first byte
-    /// or an oversized length is rejected before the rest of the packet arrives.
+    /// or an oversized length is rejected before the rest of the packet arrives. The bytes are read in one access
+    /// to the buffer's storage: each `getInteger` is a checked access of its own, and most packets a broker reads
+    /// are four-byte acknowledgements.
     ///
     /// - Returns: nil when the buffer ends inside the fixed header.
     static func peek(in buffer: ByteBuffer, maximumRemainingLength: Int) throws(MQTTCodecError) -> FixedHeader? {
-        guard let first = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self) else { return nil }
+        try buffer.withUnsafeReadableBytes { (bytes) throws(MQTTCodecError) -> FixedHeader? in
+            try peek(in: bytes, maximumRemainingLength: maximumRemainingLength)
+        }
+    }
+
+    /// ``peek(in:maximumRemainingLength:)`` on the readable bytes themselves.
+    private static func peek(
+        in bytes: UnsafeRawBufferPointer, maximumRemainingLength: Int
+    ) throws(MQTTCodecError) -> FixedHeader? {
+        guard let first = bytes.first else { return nil }
         let flags = first & 0x0F
         let type = try validatedType(first >> 4)
         try validate(flags: flags, for: type)
-        guard let (remainingLength, lengthByteCount) = try buffer.getMQTTVariableByteInteger(at: buffer.readerIndex + 1)
-        else { return nil }
+        guard let (remainingLength, lengthByteCount) = try bytes.mqttVariableByteInteger(at: 1) else { return nil }
         guard remainingLength <= maximumRemainingLength else {
             throw .packetTooLarge(size: remainingLength, maximum: maximumRemainingLength)
         }
         if let required = requiredRemainingLength(of: type), remainingLength != required {
             throw .invalidRemainingLength(packetType: type, remainingLength: remainingLength)
         }
-        return FixedHeader(type: type, flags: flags, remainingLength: remainingLength, byteCount: 1 + lengthByteCount)
+        var header = FixedHeader(type: type, flags: flags, remainingLength: remainingLength, byteCount: 1 + lengthByteCount)
+        let bodyStart = header.byteCount
+        if remainingLength >= 2, bytes.count >= bodyStart + 2 {
+            header.bodyPrefix = UInt16(bytes[bodyStart]) << 8 | UInt16(bytes[bodyStart + 1])
+        }
+        return header
     }
 
     /// Maps the type nibble to a packet type, rejecting 0 and (before MQTT 5) 15.
@@ -76,6 +96,14 @@ struct FixedHeader: Sendable, Hashable {
         case .connect, .publish, .subscribe, .suback, .unsubscribe, .auth:
             return nil
         }
+    }
+}
+
+extension FixedHeader {
+    /// The packet's body (variable header and payload) as a slice of `buffer`, whose readable bytes start with this
+    /// header and hold the whole packet.
+    func body(in buffer: ByteBuffer) -> ByteBuffer {
+        buffer.getSlice(at: buffer.readerIndex + byteCount, length: remainingLength) ?? ByteBuffer()
     }
 }
 

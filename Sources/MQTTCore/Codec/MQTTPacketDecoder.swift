@@ -38,36 +38,57 @@ public struct MQTTPacketDecoder: Sendable {
     ///   readable, before its body arrives. The reader index is unchanged on error.
     public mutating func decode(from buffer: inout ByteBuffer) throws(MQTTCodecError) -> MQTTPacket? {
         guard let header = try FixedHeader.peek(in: buffer, maximumRemainingLength: maximumPacketSize),
-            var body = buffer.getSlice(at: buffer.readerIndex + header.byteCount, length: header.remainingLength)
+            buffer.readableBytes >= header.packetSize
         else { return nil }
-        let packet = try decodeBody(&body, header: header)
+        let packet = try decodeBody(of: header, in: buffer)
         buffer.moveReaderIndex(forwardBy: header.packetSize)
         return packet
     }
 
-    /// Decodes the variable header and payload of a packet whose fixed header has been validated.
-    private mutating func decodeBody(_ body: inout ByteBuffer, header: FixedHeader) throws(MQTTCodecError) -> MQTTPacket {
+    /// Decodes the variable header and payload of a packet whose fixed header has been validated and whose bytes
+    /// have all arrived. Acknowledgements are decoded from the identifier the header read with it; every other
+    /// packet from a slice of its body.
+    private mutating func decodeBody(of header: FixedHeader, in buffer: ByteBuffer) throws(MQTTCodecError) -> MQTTPacket {
         if header.type != .connect, protocolVersion == .v5 {
             throw .unsupportedProtocolLevel(protocolVersion.rawValue)
         }
         switch header.type {
-        case .connect: return .connect(try ConnectPacket.decode(from: &body))
-        case .connack: return .connack(try ConnAckPacket.decode(from: &body))
+        case .connect:
+            var body = header.body(in: buffer)
+            return .connect(try ConnectPacket.decode(from: &body))
+        case .connack:
+            var body = header.body(in: buffer)
+            return .connack(try ConnAckPacket.decode(from: &body))
         case .publish:
+            var body = header.body(in: buffer)
             let publish = try PublishPacket.decode(from: &body, flags: header.flags, previousTopic: lastPublishTopic)
             lastPublishTopic = publish.topic
             return .publish(publish)
-        case .puback: return .puback(try PubAckPacket.decode(from: &body))
-        case .pubrec: return .pubrec(try PubRecPacket.decode(from: &body))
-        case .pubrel: return .pubrel(try PubRelPacket.decode(from: &body))
-        case .pubcomp: return .pubcomp(try PubCompPacket.decode(from: &body))
-        case .subscribe: return .subscribe(try SubscribePacket.decode(from: &body))
-        case .suback: return .suback(try SubAckPacket.decode(from: &body))
-        case .unsubscribe: return .unsubscribe(try UnsubscribePacket.decode(from: &body))
-        case .unsuback: return .unsuback(try UnsubAckPacket.decode(from: &body))
-        case .pingreq: return .pingreq(try PingReqPacket.decode(from: &body))
-        case .pingresp: return .pingresp(try PingRespPacket.decode(from: &body))
-        case .disconnect: return .disconnect(try DisconnectPacket.decode(from: &body))
+        case .puback: return .puback(try PubAckPacket.decode(identifier: header.bodyPrefix))
+        case .pubrec: return .pubrec(try PubRecPacket.decode(identifier: header.bodyPrefix))
+        case .pubrel: return .pubrel(try PubRelPacket.decode(identifier: header.bodyPrefix))
+        case .pubcomp: return .pubcomp(try PubCompPacket.decode(identifier: header.bodyPrefix))
+        case .subscribe:
+            var body = header.body(in: buffer)
+            return .subscribe(try SubscribePacket.decode(from: &body))
+        case .suback:
+            var body = header.body(in: buffer)
+            return .suback(try SubAckPacket.decode(from: &body))
+        case .unsubscribe:
+            var body = header.body(in: buffer)
+            return .unsubscribe(try UnsubscribePacket.decode(from: &body))
+        case .unsuback:
+            var body = header.body(in: buffer)
+            return .unsuback(try UnsubAckPacket.decode(from: &body))
+        case .pingreq:
+            var body = header.body(in: buffer)
+            return .pingreq(try PingReqPacket.decode(from: &body))
+        case .pingresp:
+            var body = header.body(in: buffer)
+            return .pingresp(try PingRespPacket.decode(from: &body))
+        case .disconnect:
+            var body = header.body(in: buffer)
+            return .disconnect(try DisconnectPacket.decode(from: &body))
         case .auth: throw .reservedPacketType(PacketType.auth.rawValue)  // FixedHeader.peek already rejects it.
         }
     }

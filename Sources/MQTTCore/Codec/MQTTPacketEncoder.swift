@@ -63,6 +63,19 @@ protocol MQTTIdentifierOnlyPacket {
     var packetType: PacketType { get }
     /// The packet identifier, the packet's whole body.
     var packetID: UInt16 { get }
+    /// Creates the packet with success and no properties.
+    init(packetID: UInt16, reasonCode: UInt8, properties: MQTTProperties)
+}
+
+extension MQTTIdentifierOnlyPacket {
+    /// Decodes the packet from the identifier its fixed header read with it (``FixedHeader/bodyPrefix``); the
+    /// header has already checked that the remaining length is 2.
+    /// - Throws: ``MQTTCodecError/zeroPacketIdentifier`` for identifier 0 (MQTT-2.3.1-1).
+    static func decode(identifier: UInt16?) throws(MQTTCodecError) -> Self {
+        guard let identifier else { throw .unexpectedEndOfPacket }
+        guard identifier != 0 else { throw .zeroPacketIdentifier }
+        return Self(packetID: identifier, reasonCode: 0, properties: .none)
+    }
 }
 
 extension MQTTPacketEncoder {
