@@ -105,8 +105,7 @@ extension BrokerConnectionHandler {
         isDecodingHaltedByCore = false
         core.eventLoop.assumeIsolated().execute { [self] in  // strong: see the slow-consumer timer above
             guard self.isOpen, !self.isReadingPausedByCore else { return }
-            self.decodeAvailablePackets()
-            self.core.flushDirty()
+            self.core.decodeAsReadBatch { self.decodeAvailablePackets() }
             if !self.isReadingPausedByCore, self.isSocketReadingPaused {
                 self.isSocketReadingPaused = false
                 self.transport?.setReadingPausedByCore(false)

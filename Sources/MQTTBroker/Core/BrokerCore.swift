@@ -355,6 +355,17 @@ final class BrokerCore {
         pipelineReadStartedAt = nil
     }
 
+    /// Runs `decode` (input decoded outside a socket's read, such as a resumed publisher's buffered bytes) as one
+    /// read batch: one clock read for all of it instead of one per routed message, and writes flushed together at
+    /// its end instead of by an end-of-tick task. Inside a read batch already, it simply joins that batch.
+    func decodeAsReadBatch(_ decode: () -> Void) {
+        guard !isInPipelineRead else { return decode() }
+        pipelineReadBegins()
+        decode()
+        pipelineReadEnds()
+        flushDirty()
+    }
+
     /// The time for bookkeeping that needs no finer grain than a read batch (keepalive, back-pressure stalls):
     /// inside a read batch the time it began, otherwise the clock. One clock read per batch instead of one per
     /// acknowledgement or routed message.
