@@ -121,7 +121,7 @@ extension BrokerCore {
             for packetID in session.inboundQoS2.pendingIDs {
                 add(.inboundReceived(clientID: clientID, packetID: packetID))
             }
-            for (packetID, entry) in session.outbound.inflight.sorted(by: { $0.value.sequence < $1.value.sequence }) {
+            for (packetID, entry) in session.outbound.inflight.entries.sorted(by: { $0.value.sequence < $1.value.sequence }) {
                 let delivery = entry.delivery
                 let storeID = delivery.message.storeID
                 guard storeID != 0 else { continue }

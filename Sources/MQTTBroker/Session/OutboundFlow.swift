@@ -104,7 +104,8 @@ struct OutboundFlow: Sendable {
 
     /// Whether a connection is attached; offline flows queue instead of sending.
     private(set) var isOnline = false
-    private(set) var inflight: [UInt16: InflightEntry] = [:]
+    /// The inflight window by packet identifier.
+    private(set) var inflight = PacketIDTable<InflightEntry>()
     /// Messages waiting for the window (or for the client to come back). An empty `Deque` holds no storage, so a
     /// session that never queues costs nothing here.
     private(set) var queue = Deque<QueuedMessage>()
@@ -164,9 +165,7 @@ struct OutboundFlow: Sendable {
             completeInflight(packetID: packetID, awaiting: .awaitingPubAck, into: &actions)
         case .pubrec:
             // In place: one lookup, and the entry is neither copied out nor back (a mutating call on the element).
-            if let index = inflight.index(forKey: packetID) {
-                inflight.values[index].advanceToPubComp()
-            }
+            inflight.modifyValue(forKey: packetID) { $0.advanceToPubComp() }
             actions.append(.pubrel(packetID))
         case .pubcomp:
             completeInflight(packetID: packetID, awaiting: .awaitingPubComp, into: &actions)
@@ -213,10 +212,10 @@ struct OutboundFlow: Sendable {
     mutating func resume() -> [OutboundAction] {
         isOnline = true
         var actions: [OutboundAction] = []
-        for (packetID, entry) in inflight.sorted(by: { $0.value.sequence < $1.value.sequence }) {
+        for (packetID, entry) in inflight.entries.sorted(by: { $0.value.sequence < $1.value.sequence }) {
             switch entry.state {
             case .awaitingPubAck, .awaitingPubRec:
-                inflight[packetID]?.delivery.dup = true
+                inflight.modifyValue(forKey: packetID) { $0.delivery.dup = true }
                 var delivery = entry.delivery
                 delivery.dup = true
                 actions.append(.publish(delivery))
@@ -345,7 +344,7 @@ struct OutboundFlow: Sendable {
         while true {
             let candidate = nextPacketID
             nextPacketID = candidate == UInt16.max ? 1 : candidate + 1
-            if inflight.index(forKey: candidate) == nil { return candidate }  // no copy of an entry in flight
+            if !inflight.contains(candidate) { return candidate }  // no copy of an entry in flight
         }
     }
 }
