@@ -59,7 +59,6 @@ struct PacketIDTable<Value> {
     @discardableResult
     mutating func modifyValue(forKey packetID: UInt16, _ modify: (inout Value) -> Void) -> Bool {
         guard let slot = slot(of: packetID), values[slot] != nil else { return false }
-        // Optional chaining mutates the stored entry where it lies.
         values[slot].modifyWrapped(modify)
         return true
     }
@@ -162,6 +161,8 @@ extension Optional {
     /// Applies `modify` to the wrapped value in place; does nothing to nil.
     fileprivate mutating func modifyWrapped(_ modify: (inout Wrapped) -> Void) {
         guard self != nil else { return }
+        // Unwrapped in place after the check: binding the value (`if case .some(var value)`) would copy it and
+        // retain its references, on every acknowledgement that changes an entry.
         modify(&self!)
     }
 }
