@@ -48,7 +48,8 @@ struct FixedHeader: Sendable, Hashable {
         if let required = requiredRemainingLength(of: type), remainingLength != required {
             throw .invalidRemainingLength(packetType: type, remainingLength: remainingLength)
         }
-        var header = FixedHeader(type: type, flags: flags, remainingLength: remainingLength, byteCount: 1 + lengthByteCount)
+        var header = FixedHeader(
+            type: type, flags: flags, remainingLength: remainingLength, byteCount: 1 + lengthByteCount)
         let bodyStart = header.byteCount
         if remainingLength >= 2, bytes.count >= bodyStart + 2 {
             header.bodyPrefix = UInt16(bytes[bodyStart]) << 8 | UInt16(bytes[bodyStart + 1])
@@ -100,10 +101,13 @@ struct FixedHeader: Sendable, Hashable {
 }
 
 extension FixedHeader {
-    /// The packet's body (variable header and payload) as a slice of `buffer`, whose readable bytes start with this
-    /// header and hold the whole packet.
-    func body(in buffer: ByteBuffer) -> ByteBuffer {
-        buffer.getSlice(at: buffer.readerIndex + byteCount, length: remainingLength) ?? ByteBuffer()
+    /// Decodes the packet's body (variable header and payload) with `decode`, from a slice of `buffer`, whose
+    /// readable bytes start with this header and hold the whole packet.
+    func decodeBody<Packet>(
+        in buffer: ByteBuffer, with decode: (inout ByteBuffer) throws(MQTTCodecError) -> Packet
+    ) throws(MQTTCodecError) -> Packet {
+        var body = buffer.getSlice(at: buffer.readerIndex + byteCount, length: remainingLength) ?? ByteBuffer()
+        return try decode(&body)
     }
 }
 

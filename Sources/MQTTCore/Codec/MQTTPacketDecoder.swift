@@ -48,47 +48,34 @@ public struct MQTTPacketDecoder: Sendable {
     /// Decodes the variable header and payload of a packet whose fixed header has been validated and whose bytes
     /// have all arrived. Acknowledgements are decoded from the identifier the header read with it; every other
     /// packet from a slice of its body.
-    private mutating func decodeBody(of header: FixedHeader, in buffer: ByteBuffer) throws(MQTTCodecError) -> MQTTPacket {
+    private mutating func decodeBody(
+        of header: FixedHeader, in buffer: ByteBuffer
+    ) throws(MQTTCodecError) -> MQTTPacket {
         if header.type != .connect, protocolVersion == .v5 {
             throw .unsupportedProtocolLevel(protocolVersion.rawValue)
         }
         switch header.type {
-        case .connect:
-            var body = header.body(in: buffer)
-            return .connect(try ConnectPacket.decode(from: &body))
-        case .connack:
-            var body = header.body(in: buffer)
-            return .connack(try ConnAckPacket.decode(from: &body))
+        case .connect: return .connect(try header.decodeBody(in: buffer, with: ConnectPacket.decode(from:)))
+        case .connack: return .connack(try header.decodeBody(in: buffer, with: ConnAckPacket.decode(from:)))
         case .publish:
-            var body = header.body(in: buffer)
-            let publish = try PublishPacket.decode(from: &body, flags: header.flags, previousTopic: lastPublishTopic)
+            let flags = header.flags
+            let previousTopic = lastPublishTopic
+            let publish = try header.decodeBody(in: buffer) { (body) throws(MQTTCodecError) in
+                try PublishPacket.decode(from: &body, flags: flags, previousTopic: previousTopic)
+            }
             lastPublishTopic = publish.topic
             return .publish(publish)
         case .puback: return .puback(try PubAckPacket.decode(identifier: header.bodyPrefix))
         case .pubrec: return .pubrec(try PubRecPacket.decode(identifier: header.bodyPrefix))
         case .pubrel: return .pubrel(try PubRelPacket.decode(identifier: header.bodyPrefix))
         case .pubcomp: return .pubcomp(try PubCompPacket.decode(identifier: header.bodyPrefix))
-        case .subscribe:
-            var body = header.body(in: buffer)
-            return .subscribe(try SubscribePacket.decode(from: &body))
-        case .suback:
-            var body = header.body(in: buffer)
-            return .suback(try SubAckPacket.decode(from: &body))
-        case .unsubscribe:
-            var body = header.body(in: buffer)
-            return .unsubscribe(try UnsubscribePacket.decode(from: &body))
-        case .unsuback:
-            var body = header.body(in: buffer)
-            return .unsuback(try UnsubAckPacket.decode(from: &body))
-        case .pingreq:
-            var body = header.body(in: buffer)
-            return .pingreq(try PingReqPacket.decode(from: &body))
-        case .pingresp:
-            var body = header.body(in: buffer)
-            return .pingresp(try PingRespPacket.decode(from: &body))
-        case .disconnect:
-            var body = header.body(in: buffer)
-            return .disconnect(try DisconnectPacket.decode(from: &body))
+        case .subscribe: return .subscribe(try header.decodeBody(in: buffer, with: SubscribePacket.decode(from:)))
+        case .suback: return .suback(try header.decodeBody(in: buffer, with: SubAckPacket.decode(from:)))
+        case .unsubscribe: return .unsubscribe(try header.decodeBody(in: buffer, with: UnsubscribePacket.decode(from:)))
+        case .unsuback: return .unsuback(try header.decodeBody(in: buffer, with: UnsubAckPacket.decode(from:)))
+        case .pingreq: return .pingreq(try header.decodeBody(in: buffer, with: PingReqPacket.decode(from:)))
+        case .pingresp: return .pingresp(try header.decodeBody(in: buffer, with: PingRespPacket.decode(from:)))
+        case .disconnect: return .disconnect(try header.decodeBody(in: buffer, with: DisconnectPacket.decode(from:)))
         case .auth: throw .reservedPacketType(PacketType.auth.rawValue)  // FixedHeader.peek already rejects it.
         }
     }
