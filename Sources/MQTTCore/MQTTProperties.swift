@@ -10,8 +10,9 @@ public struct MQTTProperties: Sendable, Hashable {
     /// Creates a property list.
     public init(_ entries: [MQTTProperty] = []) { self.entries = entries }
 
-    /// An empty property list (what every MQTT 3.1.1 packet carries).
-    public static let none = MQTTProperties()
+    /// An empty property list (what every MQTT 3.1.1 packet carries). Computed, not stored: a stored static is
+    /// reached through a lazy-initialisation check on every use, and every acknowledgement takes one.
+    public static var none: MQTTProperties { MQTTProperties() }
 
     /// Whether the list is empty.
     public var isEmpty: Bool { entries.isEmpty }
