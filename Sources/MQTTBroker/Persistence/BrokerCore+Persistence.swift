@@ -200,10 +200,9 @@ extension BrokerCore {
             connection.write(pubcomp)
             return
         }
-        if session.inboundQoS2.pendingIDs.contains(packetID) {
+        if session.inboundQoS2.releaseReceived(packetID: packetID) {
             persistence.inboundReleased(session, packetID: packetID)
         }
-        session.inboundQoS2.releaseReceived(packetID: packetID)
         persistence.whenDurable { connection.write(pubcomp) }
     }
 }

@@ -210,4 +210,68 @@ struct InboundQoS2TrackerTests {
         let reused = tracker.publishReceived(packetID: 7)
         #expect(reused)
     }
+
+    @Test("random receipts and releases agree with a Set, below, across and above the inline limit")
+    func agreesWithSetModel() {
+        var tracker = InboundQoS2Tracker()
+        var model = Set<UInt16>()
+        var state: UInt64 = 0x5EED
+        func next(_ bound: UInt64) -> UInt64 {  // SplitMix64, so a failure replays
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return (z ^ (z >> 31)) % bound
+        }
+        var sizesSeen = Set<Int>()
+        for step in 0..<20_000 {
+            // Phases that grow past the limit and shrink back to empty, so the tracker spills and returns.
+            let growing = (step / 2_000) % 2 == 0
+            let packetID = UInt16(1 + next(80))
+            if !growing, step % 2_000 == 1_999 {
+                // The end of a shrinking phase releases what is left, so the walk also passes through empty.
+                for pending in model.sorted() {
+                    let wasPending = tracker.releaseReceived(packetID: pending)
+                    #expect(wasPending, "step \(step)")
+                }
+                model.removeAll()
+            }
+            if next(100) < (growing ? 90 : 10) {
+                let isNew = tracker.publishReceived(packetID: packetID)
+                #expect(isNew == model.insert(packetID).inserted, "step \(step)")
+            } else {
+                let wasPending = tracker.releaseReceived(packetID: packetID)
+                #expect(wasPending == (model.remove(packetID) != nil), "step \(step)")
+            }
+            #expect(tracker.count == model.count, "step \(step)")
+            sizesSeen.insert(model.count)
+            if step % 97 == 0 {
+                #expect(tracker.pendingIDs == model, "step \(step)")
+            }
+        }
+        #expect(tracker.pendingIDs == model)
+        // The walk went through empty, the limit and well past it.
+        #expect(sizesSeen.contains(0) && sizesSeen.contains(InboundQoS2Tracker.inlineLimit) && sizesSeen.contains(InboundQoS2Tracker.inlineLimit + 10))
+    }
+
+    @Test("a tracker that spilled and emptied works inline again and equals one that never spilled")
+    func spillAndReturn() {
+        var spilled = InboundQoS2Tracker()
+        let many = (1...UInt16(InboundQoS2Tracker.inlineLimit + 5))
+        let firstReceipts = many.map { spilled.publishReceived(packetID: $0) }
+        let duplicates = many.map { spilled.publishReceived(packetID: $0) }  // after the spill
+        #expect(spilled.count == many.count)
+        let releases = many.map { spilled.releaseReceived(packetID: $0) }
+        #expect(firstReceipts.allSatisfy { $0 } && !duplicates.contains(true) && releases.allSatisfy { $0 })
+        #expect(spilled.count == 0)
+        let three = spilled.publishReceived(packetID: 3)
+        let nine = spilled.publishReceived(packetID: 9)
+        let threeAgain = spilled.publishReceived(packetID: 3)
+        #expect(three && nine && !threeAgain)
+        var direct = InboundQoS2Tracker()
+        _ = direct.publishReceived(packetID: 9)
+        _ = direct.publishReceived(packetID: 3)
+        #expect(spilled == direct)
+        #expect(spilled.hashValue == direct.hashValue)
+    }
 }
