@@ -278,7 +278,7 @@ struct OutboundFlow: Sendable {
 
     /// Queues a message unless either limit is reached: `max_queued_messages` counts messages, `max_queued_bytes`
     /// refuses a message that would take the queued bytes above it.
-    private mutating func append(_ queued: QueuedMessage) -> EnqueueOutcome {
+    private mutating func append(_ queued: consuming QueuedMessage) -> EnqueueOutcome {
         let bytes = Self.chargedBytes(queued.message)
         if (maxQueued > 0 && queue.count >= maxQueued) || (maxQueuedBytes > 0 && queuedBytes + bytes > maxQueuedBytes) {
             droppedCount += 1
@@ -289,18 +289,18 @@ struct OutboundFlow: Sendable {
     }
 
     /// Appends to the queue and counts the message in ``queuedBytes`` and ``queuedAtMostOnceCount``.
-    private mutating func appendCounted(_ queued: QueuedMessage) {
+    private mutating func appendCounted(_ queued: consuming QueuedMessage) {
         queuedBytes += Self.chargedBytes(queued.message)
         if queued.qos == .atMostOnce { queuedAtMostOnceCount += 1 }
         queue.append(queued)
     }
 
     /// Removes the queue's head, uncounting it; the caller checked that the queue is not empty.
-    private mutating func removeFirstCounted() -> QueuedMessage {
+    private mutating func removeFirstCounted() -> (message: BrokerMessage, qos: QoS, retain: Bool) {
         let removed = queue.removeFirst()
         queuedBytes -= Self.chargedBytes(removed.message)
         if removed.qos == .atMostOnce { queuedAtMostOnceCount -= 1 }
-        return removed
+        return (removed.message, removed.qos, removed.retain)
     }
 
     /// Moves queued messages into the window while it has room. Each message is moved out of the queue, not
@@ -310,11 +310,12 @@ struct OutboundFlow: Sendable {
         while !queue.isEmpty {
             // With a full window only a QoS 0 message can leave; the head is read only when one is queued.
             guard canStartInflight || (queuedAtMostOnceCount > 0 && queue.first?.qos == .atMostOnce) else { break }
-            let next = removeFirstCounted()
-            if next.qos == .atMostOnce {
-                actions.append(.publish(OutboundDelivery(message: next.message, qos: .atMostOnce, retain: next.retain, dup: false, packetID: nil)))
+            // Taken apart as it leaves the queue, so the message moves on instead of being copied out of it.
+            let (message, qos, retain) = removeFirstCounted()
+            if qos == .atMostOnce {
+                actions.append(.publish(OutboundDelivery(message: message, qos: .atMostOnce, retain: retain, dup: false, packetID: nil)))
             } else {
-                actions.append(.publish(startInflight(next.message, qos: next.qos, retain: next.retain)))
+                actions.append(.publish(startInflight(message, qos: qos, retain: retain)))
             }
         }
     }
@@ -325,7 +326,7 @@ struct OutboundFlow: Sendable {
     }
 
     /// Puts a message in flight; the caller checked ``canStartInflight``.
-    private mutating func startInflight(_ message: BrokerMessage, qos: QoS, retain: Bool) -> OutboundDelivery {
+    private mutating func startInflight(_ message: consuming BrokerMessage, qos: QoS, retain: Bool) -> OutboundDelivery {
         let packetID = allocatePacketID()
         let delivery = OutboundDelivery(message: message, qos: qos, retain: retain, dup: false, packetID: packetID)
         inflight[packetID] = InflightEntry(
