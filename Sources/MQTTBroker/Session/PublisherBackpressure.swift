@@ -126,11 +126,16 @@ struct PublisherBackpressure<Connection: Hashable & Sendable, Session: Hashable 
         session: Session, publisher: Connection, now: NIODeadline, into actions: inout [Action]
     ) {
         // The congestion is updated in place: a copy taken out of the dictionary would make the insert below copy
-        // its set as well (and the `default:` subscript boxes its default value on every call).
-        if congested.index(forKey: session) == nil {
+        // its set as well (and the `default:` subscript boxes its default value on every call). A session already
+        // congested, the common case here, is looked up once.
+        let index: [Session: Congestion].Index
+        if let found = congested.index(forKey: session) {
+            index = found
+        } else {
             congested[session] = Congestion(lastProgress: now)
+            guard let added = congested.index(forKey: session) else { return }
+            index = added
         }
-        guard let index = congested.index(forKey: session) else { return }
         let (stalled, inserted) = Self.note(publisher, in: &congested.values[index], now: now, stallTimeout: stallTimeout)
         if stalled {
             release(session, keepingCongestion: true, into: &actions)
