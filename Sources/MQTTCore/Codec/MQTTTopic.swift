@@ -17,7 +17,9 @@ public enum MQTTTopic {
     /// (a byte test, not `hasPrefix`, which compares grapheme clusters: "$SYS" followed by a combining mark
     /// would not have the prefix "$SYS" there).
     public static func isSystemTopic(_ topic: String) -> Bool {
-        topic.utf8.starts(with: "$SYS".utf8)
+        // The first byte decides for almost every topic; `starts(with:)` walks both sequences through iterators,
+        // and the broker asks this for every PUBLISH.
+        startsWithDollar(topic) && topic.utf8.starts(with: "$SYS".utf8)
     }
 
     /// The levels of a topic name or filter, split at every `/` byte; empty levels are kept ("a//b" has three,
