@@ -29,6 +29,46 @@ struct GoldenBytesTests {
         #expect(buffer.bytes == [0xAA, 0xC0, 0x00, 0x40, 0x02, 0x00, 0x01])
     }
 
+    @Test("an MQTTAcknowledgement encodes to the golden bytes of the packet it stands for", arguments: goldenPackets)
+    func acknowledgementMatchesGoldenPacket(_ golden: GoldenPacket) throws {
+        let acknowledgement: MQTTAcknowledgement
+        switch golden.packet {
+        case .puback(let packet): acknowledgement = MQTTAcknowledgement(.puback, packetID: packet.packetID)
+        case .pubrec(let packet): acknowledgement = MQTTAcknowledgement(.pubrec, packetID: packet.packetID)
+        case .pubrel(let packet): acknowledgement = MQTTAcknowledgement(.pubrel, packetID: packet.packetID)
+        case .pubcomp(let packet): acknowledgement = MQTTAcknowledgement(.pubcomp, packetID: packet.packetID)
+        case .connect, .connack, .publish, .subscribe, .suback, .unsubscribe, .unsuback, .pingreq, .pingresp,
+            .disconnect:
+            return
+        }
+        var buffer = ByteBuffer(bytes: [0xAA])
+        try MQTTPacketEncoder.encode(acknowledgement, into: &buffer)
+        #expect(buffer.bytes == [0xAA] + golden.bytes, "\(golden.name)")
+    }
+
+    @Test("every acknowledgement kind and edge identifier encodes as its packet does; identifier 0 is refused")
+    func acknowledgementsAgreeWithPackets() throws {
+        for packetID: UInt16 in [1, 0x00FF, 0x0100, 0xFFFF] {
+            let pairs: [(MQTTAcknowledgement.Kind, MQTTPacket)] = [
+                (.puback, .puback(PubAckPacket(packetID: packetID))),
+                (.pubrec, .pubrec(PubRecPacket(packetID: packetID))),
+                (.pubrel, .pubrel(PubRelPacket(packetID: packetID))),
+                (.pubcomp, .pubcomp(PubCompPacket(packetID: packetID))),
+            ]
+            for (kind, packet) in pairs {
+                var direct = ByteBuffer()
+                try MQTTPacketEncoder.encode(MQTTAcknowledgement(kind, packetID: packetID), into: &direct)
+                #expect(direct.bytes == (try encoded(packet)), "\(kind) \(packetID)")
+                #expect(kind.packetType == packet.type)
+            }
+        }
+        var buffer = ByteBuffer(bytes: [0xAA])
+        #expect(throws: MQTTCodecError.zeroPacketIdentifier) {
+            try MQTTPacketEncoder.encode(MQTTAcknowledgement(.pubcomp, packetID: 0), into: &buffer)
+        }
+        #expect(buffer.bytes == [0xAA])
+    }
+
     @Test("MQTT 3.1 and 3.1.1 encode non-CONNECT packets identically")
     func version31SharesWireFormat() throws {
         for golden in goldenPackets {

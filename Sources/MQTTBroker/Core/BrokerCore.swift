@@ -297,7 +297,7 @@ final class BrokerCore {
             case .publish(let delivery):
                 connection.writePublish(delivery)
             case .pubrel(let packetID):
-                connection.write(.pubrel(PubRelPacket(packetID: packetID)))
+                connection.writeAcknowledgement(MQTTAcknowledgement(.pubrel, packetID: packetID))
             }
         }
     }

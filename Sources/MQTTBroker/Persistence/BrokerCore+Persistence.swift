@@ -155,30 +155,30 @@ extension BrokerCore {
     /// QoS 0) to `connection`: at once without persistence (no closure, no allocation), otherwise once the message is
     /// durable when it must be (see ``PersistenceStore/accept(_:from:qos2PacketID:routable:core:acknowledge:)``).
     func acceptPublish(
-        _ message: BrokerMessage, from session: BrokerSession, routable: Bool, acknowledgement: MQTTPacket?,
+        _ message: BrokerMessage, from session: BrokerSession, routable: Bool, acknowledgement: MQTTAcknowledgement?,
         via connection: BrokerConnectionHandler
     ) {
         guard let persistence else {
             if routable { route(message, from: connection) }
-            if let acknowledgement { connection.write(acknowledgement) }
+            if let acknowledgement { connection.writeAcknowledgement(acknowledgement) }
             return
         }
         var qos2PacketID: UInt16?
-        if case .pubrec(let pubrec) = acknowledgement { qos2PacketID = pubrec.packetID }
+        if let acknowledgement, acknowledgement.kind == .pubrec { qos2PacketID = acknowledgement.packetID }
         persistence.accept(
             message, from: session, qos2PacketID: qos2PacketID, routable: routable, core: self, publisher: connection
         ) {
-            if let acknowledgement { connection.write(acknowledgement) }
+            if let acknowledgement { connection.writeAcknowledgement(acknowledgement) }
         }
     }
 
-    /// Writes `packet` to `connection` now without persistence, or once everything recorded so far is durable.
-    func writeWhenDurable(_ packet: MQTTPacket, via connection: BrokerConnectionHandler) {
+    /// Writes `acknowledgement` to `connection` now without persistence, or once everything recorded so far is durable.
+    func writeWhenDurable(_ acknowledgement: MQTTAcknowledgement, via connection: BrokerConnectionHandler) {
         guard let persistence else {
-            connection.write(packet)
+            connection.writeAcknowledgement(acknowledgement)
             return
         }
-        persistence.whenDurable { connection.write(packet) }
+        persistence.whenDurable { connection.writeAcknowledgement(acknowledgement) }
     }
 
     /// Runs `action` now without persistence, or once everything recorded so far is durable (SUBACK, UNSUBACK,
@@ -194,16 +194,16 @@ extension BrokerCore {
     /// PUBREL from the client: forgets the inbound QoS 2 id and writes PUBCOMP, after the release is durable for a
     /// persistent session.
     func releaseInboundQoS2(_ session: BrokerSession, packetID: UInt16, via connection: BrokerConnectionHandler) {
-        let pubcomp = MQTTPacket.pubcomp(PubCompPacket(packetID: packetID))
+        let pubcomp = MQTTAcknowledgement(.pubcomp, packetID: packetID)
         guard let persistence else {
             session.inboundQoS2.releaseReceived(packetID: packetID)
-            connection.write(pubcomp)
+            connection.writeAcknowledgement(pubcomp)
             return
         }
         if session.inboundQoS2.releaseReceived(packetID: packetID) {
             persistence.inboundReleased(session, packetID: packetID)
         }
-        persistence.whenDurable { connection.write(pubcomp) }
+        persistence.whenDurable { connection.writeAcknowledgement(pubcomp) }
     }
 }
 

@@ -128,7 +128,7 @@ extension PersistenceStore {
             case .pubrel(let packetID):
                 whenDurable {
                     guard session.connection === connection else { return }
-                    connection.write(.pubrel(PubRelPacket(packetID: packetID)))
+                    connection.writeAcknowledgement(MQTTAcknowledgement(.pubrel, packetID: packetID))
                 }
             }
         }

@@ -85,9 +85,24 @@ extension MQTTPacketEncoder {
     private static func writeIdentifierOnly(_ packet: some MQTTIdentifierOnlyPacket, into buffer: inout ByteBuffer)
         throws(MQTTCodecError)
     {
-        let packetID = try validatedForEncoding(packetID: packet.packetID)
-        let firstByte = packet.packetType.rawValue << 4 | FixedHeader.requiredFlags(of: packet.packetType)
+        try writeIdentifierOnly(type: packet.packetType, packetID: packet.packetID, into: &buffer)
+    }
+
+    private static func writeIdentifierOnly(type: PacketType, packetID: UInt16, into buffer: inout ByteBuffer)
+        throws(MQTTCodecError)
+    {
+        let packetID = try validatedForEncoding(packetID: packetID)
+        let firstByte = type.rawValue << 4 | FixedHeader.requiredFlags(of: type)
         buffer.writeInteger(UInt32(firstByte) << 24 | 2 << 16 | UInt32(packetID))
+    }
+
+    /// Appends an acknowledgement's four bytes to `buffer`: the same bytes ``encode(_:protocolVersion:into:)`` writes
+    /// for the PUBACK, PUBREC, PUBREL or PUBCOMP with that identifier, without a packet to build.
+    /// - Throws: ``MQTTCodecError/zeroPacketIdentifier`` for identifier 0; `buffer` is then unchanged.
+    public static func encode(_ acknowledgement: MQTTAcknowledgement, into buffer: inout ByteBuffer)
+        throws(MQTTCodecError)
+    {
+        try writeIdentifierOnly(type: acknowledgement.kind.packetType, packetID: acknowledgement.packetID, into: &buffer)
     }
 }
 

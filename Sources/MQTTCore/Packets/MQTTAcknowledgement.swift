@@ -1,0 +1,38 @@
+/// A PUBACK, PUBREC, PUBREL or PUBCOMP as MQTT 3.1.1 has them: a type and a packet identifier, four bytes on the
+/// wire. A broker writes one of these for nearly every packet it receives; this value lets it do so without
+/// building an ``MQTTPacket`` (whose acknowledgement structs carry an MQTT 5 property list) and encoding it through
+/// the general encoder's switch: ``MQTTPacketEncoder`` writes it directly.
+public struct MQTTAcknowledgement: Sendable, Hashable {
+    /// Which of the four identifier-only packets.
+    public enum Kind: Sendable, Hashable {
+        /// PUBACK: a QoS 1 PUBLISH was received.
+        case puback
+        /// PUBREC: a QoS 2 PUBLISH was received (first step of its handshake).
+        case pubrec
+        /// PUBREL: the publisher releases a QoS 2 message after PUBREC.
+        case pubrel
+        /// PUBCOMP: the receiver completes a QoS 2 exchange after PUBREL.
+        case pubcomp
+
+        /// The packet type written in the fixed header.
+        public var packetType: PacketType {
+            switch self {
+            case .puback: .puback
+            case .pubrec: .pubrec
+            case .pubrel: .pubrel
+            case .pubcomp: .pubcomp
+            }
+        }
+    }
+
+    /// Which packet this is.
+    public var kind: Kind
+    /// The identifier of the message it acknowledges; never 0 on the wire (MQTT-2.3.1-1).
+    public var packetID: UInt16
+
+    /// Creates an acknowledgement of `kind` for `packetID`.
+    public init(_ kind: Kind, packetID: UInt16) {
+        self.kind = kind
+        self.packetID = packetID
+    }
+}
