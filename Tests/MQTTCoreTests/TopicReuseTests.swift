@@ -67,4 +67,39 @@ struct TopicReuseTests {
         _ = try decoder.decode(from: &buffer)
         #expect(throws: expected) { try decoder.decode(from: &buffer) }
     }
+
+    @Test("a repeated topic at QoS 1 and 2 keeps its packet identifier, payload and flags; identifier 0 is refused")
+    func repeatedTopicWithPacketIdentifier() throws {
+        let topic = Wire.bytes(Array("sensors/hall/temperature".utf8))
+        var decoder = MQTTPacketDecoder()
+        // QoS 1, then QoS 2 with DUP and RETAIN, then QoS 2 with an empty payload, all on the same topic.
+        var buffer = ByteBuffer(
+            bytes: Wire.packet(0x32, topic + [0x12, 0x34, 0x01, 0x02])
+                + Wire.packet(0x3D, topic + [0xFF, 0xFE, 0x03])
+                + Wire.packet(0x34, topic + [0x00, 0x07]))
+        var decoded: [PublishPacket] = []
+        while let packet = try decoder.decode(from: &buffer) {
+            guard case .publish(let publish) = packet else {
+                Issue.record("not a PUBLISH: \(packet)")
+                return
+            }
+            decoded.append(publish)
+        }
+        #expect(decoded.map(\.packetID) == [0x1234, 0xFFFE, 0x0007])
+        #expect(decoded.map { Array($0.payload.readableBytesView) } == [[0x01, 0x02], [0x03], []])
+        #expect(decoded.map(\.qos) == [.atLeastOnce, .exactlyOnce, .exactlyOnce])
+        #expect(decoded.map(\.dup) == [false, true, false])
+        #expect(decoded.map(\.retain) == [false, true, false])
+        #expect(decoded.allSatisfy { $0.topic == "sensors/hall/temperature" })
+
+        var zero = ByteBuffer(bytes: Wire.packet(0x32, topic + [0x00, 0x00, 0x01]))
+        #expect(throws: MQTTCodecError.zeroPacketIdentifier) { try decoder.decode(from: &zero) }
+        // The header ends inside the identifier: the packet is refused as short, as without reuse.
+        var short = ByteBuffer(bytes: Wire.packet(0x32, topic + [0x00]))
+        var fresh = MQTTPacketDecoder()
+        var shortFresh = short
+        let reuseError = #expect(throws: MQTTCodecError.self) { try decoder.decode(from: &short) }
+        let freshError = #expect(throws: MQTTCodecError.self) { try fresh.decode(from: &shortFresh) }
+        #expect(reuseError == freshError)
+    }
 }

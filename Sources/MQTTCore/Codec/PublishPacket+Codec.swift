@@ -20,16 +20,19 @@ extension PublishPacket: MQTTPacketBodyEncodable {
         guard let qos = QoS(rawValue: (flags & PublishFlags.qosMask) >> PublishFlags.qosShift) else {
             throw .invalidPublishQoS
         }
-        let topicBytes = try body.readMQTTBinarySlice()
         let topic: String
-        if let previousTopic, topicBytes.mqttBytesEqual(previousTopic) {
+        var packetID: UInt16?
+        if let previousTopic, let repeated = Self.repeatedTopicPacketID(in: body, qos: qos, previousTopic: previousTopic) {
+            // The publisher's topic again: its bytes were compared, not sliced, decoded and validated.
             topic = previousTopic
+            packetID = repeated.packetID
+            body.moveReaderIndex(forwardBy: repeated.headerLength)
         } else {
+            let topicBytes = try body.readMQTTBinarySlice()
             topic = try topicBytes.mqttValidatedString()
             try MQTTTopic.validateName(topic)
+            if qos != .atMostOnce { packetID = try body.readMQTTPacketID() }
         }
-        var packetID: UInt16?
-        if qos != .atMostOnce { packetID = try body.readMQTTPacketID() }
         let payload = body.readSlice(length: body.readableBytes) ?? ByteBuffer()
         return PublishPacket(
             topic: topic,
@@ -39,6 +42,32 @@ extension PublishPacket: MQTTPacketBodyEncodable {
             dup: flags & PublishFlags.dup != 0,
             packetID: packetID
         )
+    }
+
+    /// When the variable header names `previousTopic` and is complete (and its packet identifier, if any, is not
+    /// 0), its packet identifier and length; nil otherwise, and the caller decodes field by field, which throws
+    /// the right error for a short or invalid header. One read of the buffer's bytes: each `getInteger`,
+    /// `getSlice` or comparison on a `ByteBuffer` is a checked access to its storage, and this runs for every
+    /// PUBLISH of a publisher that repeats its topic.
+    private static func repeatedTopicPacketID(
+        in body: ByteBuffer, qos: QoS, previousTopic: String
+    ) -> (packetID: UInt16?, headerLength: Int)? {
+        let idLength = qos == .atMostOnce ? 0 : 2
+        let found: (packetID: UInt16?, headerLength: Int)?? = previousTopic.utf8.withContiguousStorageIfAvailable {
+            previous in
+            body.withUnsafeReadableBytes { bytes -> (packetID: UInt16?, headerLength: Int)? in
+                guard bytes.count >= 2 else { return nil }
+                let topicLength = Int(bytes[0]) << 8 | Int(bytes[1])
+                guard topicLength == previous.count, bytes.count >= 2 + topicLength + idLength,
+                    sameBytes(UnsafeRawBufferPointer(rebasing: bytes[2..<2 + topicLength]), UnsafeRawBufferPointer(previous))
+                else { return nil }
+                guard idLength > 0 else { return (nil, 2 + topicLength) }
+                let packetID = UInt16(bytes[2 + topicLength]) << 8 | UInt16(bytes[3 + topicLength])
+                guard packetID != 0 else { return nil }
+                return (packetID, 2 + topicLength + 2)
+            }
+        }
+        return found ?? nil
     }
 
     var packetType: PacketType { .publish }
