@@ -91,7 +91,7 @@ extension BrokerCore {
                 connections[id]?.resumeReadingByCore()
             }
         }
-        actions.removeAll(keepingCapacity: true)
+        actions.removeAllKeepingStorage()
         swap(&actions, &spareBackpressureActions)
         scheduleStallCheck()
     }

@@ -280,7 +280,7 @@ final class BrokerCore {
         acknowledgementActions = []
         session.outbound.acknowledged(acknowledgement, packetID: packetID, into: &actions)
         perform(actions, for: session)
-        actions.removeAll(keepingCapacity: true)
+        actions.removeAllKeepingStorage()
         acknowledgementActions = actions
     }
 
@@ -435,7 +435,7 @@ final class BrokerCore {
                 connection.flushNow(at: now)
             }
         }
-        pending.removeAll(keepingCapacity: true)
+        pending.removeAllKeepingStorage()
         spareDirtyConnections = pending
         if deferred { scheduleEndOfTickFlush() }
     }
