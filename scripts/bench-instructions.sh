@@ -5,6 +5,7 @@
 #
 #   scripts/bench-instructions.sh BROKER...        # BROKER: a path to an mqttchat binary, or "mosquitto"
 #   options: --scenario S (default fanin)  --qos Q (default 2)  --messages A,B (per publisher; default 1000,5000)
+#            --bench-args "..." (more `mqttchat bench` options, e.g. "--publishers 10 --subscribers 10 --rate 5000")
 #   env: MQTTCHAT_GEN=path (the load generator; default: the first mqttchat binary given)
 #
 # Each broker runs under callgrind twice, once per message count; instructions per message =
@@ -18,12 +19,14 @@ set -euo pipefail
 SCENARIO=fanin
 QOS=2
 MESSAGES=1000,5000
+BENCH_ARGS=""
 BROKERS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --scenario) SCENARIO="$2"; shift ;;
     --qos) QOS="$2"; shift ;;
     --messages) MESSAGES="$2"; shift ;;
+    --bench-args) BENCH_ARGS="$2"; shift ;;
     -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     -*) echo "unknown option: $1" >&2; exit 2 ;;
     *) BROKERS+=("$1") ;;
@@ -99,7 +102,8 @@ run_once() {
     stop_broker
     return 1
   fi
-  timeout 300 "$GEN" bench --port "$PORT" --scenario "$SCENARIO" --qos "$QOS" --messages "$messages" --json \
+  # shellcheck disable=SC2086  # BENCH_ARGS is a list of options
+  timeout 300 "$GEN" bench --port "$PORT" --scenario "$SCENARIO" --qos "$QOS" --messages "$messages" $BENCH_ARGS --json \
     > "$TMP/bench.$label.$messages.json" 2> "$TMP/bench.$label.$messages.err" || true
   stop_broker
   local instructions delivered
@@ -135,4 +139,4 @@ for broker in "${BROKERS[@]}"; do
   ratio="$(python3 -c "print(f'{$per_message / $FIRST:.3f}')")"
   printf '%-40s %14s %14s %10s\n' "$broker" "$per_message" "$((long_delivered - short_delivered))" "$ratio"
 done
-echo "scenario $SCENARIO, QoS $QOS, $SHORT and $LONG messages per publisher; ratio = broker / the first one"
+echo "scenario $SCENARIO, QoS $QOS, $SHORT and $LONG messages per publisher ${BENCH_ARGS:+($BENCH_ARGS) }; ratio = broker / the first one"
