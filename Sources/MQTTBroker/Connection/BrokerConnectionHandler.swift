@@ -650,10 +650,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         case .puback, .pubrec, .pubcomp: break
         default: holdsOnlyAcknowledgements = false
         }
-        core.statistics.messagesSent += 1
-        core.statistics.bytesSent += UInt64(written)
-        noteHanded(written)  // [flow]
-        core.markDirty(self)
+        noteWritten(written)
     }
 
     /// Writes a PUBACK, PUBREC, PUBREL or PUBCOMP without flushing: its four bytes straight into the coalescing
@@ -673,9 +670,14 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         }
         guard written > 0 else { return }
         if acknowledgement.kind == .pubrel { holdsOnlyAcknowledgements = false }  // a PUBREL answers a delivery
+        noteWritten(written)
+    }
+
+    /// Counts a packet of `bytes` written into the coalescing buffer and marks the connection for the next flush.
+    private func noteWritten(_ bytes: Int) {
         core.statistics.messagesSent += 1
-        core.statistics.bytesSent += UInt64(written)
-        noteHanded(written)  // [flow]
+        core.statistics.bytesSent += UInt64(bytes)
+        noteHanded(bytes)  // [flow]
         core.markDirty(self)
     }
 
