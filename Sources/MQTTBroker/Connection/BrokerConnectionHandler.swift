@@ -140,7 +140,8 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     // MARK: Channel events
 
     func handlerAdded(context: ChannelHandlerContext) {
-        attach(.pipeline(PipelineChannel(context: context)))
+        // The descriptor, when known, is the one this channel took (a parked connection's comes back on its own).
+        attach(.pipeline(PipelineChannel(context: context, descriptor: socketDescriptor)))
         if context.channel.isActive {
             start()
         }

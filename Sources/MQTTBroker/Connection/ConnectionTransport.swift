@@ -96,14 +96,24 @@ final class ParkedSocket {
 /// Each buffer goes into NIO's write queue when the next one arrives; only the last is held back, so the flush can
 /// attach the one promise that reports the batch written. (No array of pending buffers: it would stay allocated on
 /// every idle connection.)
+///
+/// A flush with nothing in NIO's queue goes straight to the socket when the broker accepted the socket itself and
+/// knows its descriptor (plain TCP, ``BrokerConnectionHandler/socketDescriptor``): one `send(2)`, where NIO's
+/// write and flush through the pipeline cost about 4,700 instructions of bookkeeping (callgrind, one message at a
+/// time) and two writability events. What the kernel does not take goes to NIO as before, and stays ahead of
+/// everything after it: later flushes find NIO's queue busy (the channel unwritable) and go through NIO too.
 final class PipelineChannel {
     let context: ChannelHandlerContext
+    /// The socket's descriptor, which NIO owns and closes: used only while the channel is active, which it stops
+    /// being before NIO closes the descriptor. Nil for a socket the broker did not accept itself (TLS).
+    private let descriptor: CInt?
     @exclusivity(unchecked) private var held: ByteBuffer?
     /// Whether ``held`` is the handler's own coalescing buffer (a shared payload is never reused).
     @exclusivity(unchecked) private var heldIsOwnBuffer = false
 
-    init(context: ChannelHandlerContext) {
+    init(context: ChannelHandlerContext, descriptor: CInt? = nil) {
         self.context = context
+        self.descriptor = descriptor
     }
 
     func write(_ buffer: ByteBuffer, ownBuffer: Bool) {
@@ -119,8 +129,19 @@ final class PipelineChannel {
     /// and a new buffer per flush were five allocations per flush). Otherwise an empty write queued behind the
     /// batch reports it once NIO has written everything before it.
     func flush(reportingWritten bytes: Int, to handler: BrokerConnectionHandler) {
-        guard let last = held else { return }
+        guard var last = held else { return }
         held = nil
+        // Writable: NIO's queue is empty (``MQTTBrokerServer/writabilityMeansNothingQueued``), so these bytes are
+        // next on the socket. Active: NIO has not closed the descriptor.
+        if let descriptor, context.channel.isWritable, context.channel.isActive {
+            let sent = Descriptor.sendAvailable(descriptor, last)
+            if sent == last.readableBytes {
+                if heldIsOwnBuffer { handler.core.recycleOutputBuffer(consume last) }
+                handler.outputWritten(bytes)
+                return
+            }
+            last.moveReaderIndex(forwardBy: sent)
+        }
         context.writeAndFlush(NIOAny(last), promise: nil)
         // Writable right after the flush: nothing is left in NIO's queue (the broker's sockets are unwritable from
         // their first queued byte, ``MQTTBrokerServer/writabilityMeansNothingQueued``). A closed channel's queue
