@@ -133,7 +133,8 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         socketDescriptor: CInt? = nil
     ) {
         self.init(core: core, usesCertificateIdentity: usesCertificateIdentity, socketDescriptor: socketDescriptor)
-        self.transport = .relayed(RelayedChannel(channel: relayedChannel, relay: relay, handlerBox: handlerBox))
+        self.transport = .relayed(
+            RelayedChannel(channel: relayedChannel, descriptor: socketDescriptor, relay: relay, handlerBox: handlerBox))
         start()
     }
 

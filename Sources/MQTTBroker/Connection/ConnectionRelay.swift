@@ -55,7 +55,8 @@ final class ConnectionRelay: ChannelInboundHandler {
         core.eventLoop.execute {
             if let unparking {
                 handler.value = unparking.value
-                unparking.value.attach(.relayed(RelayedChannel(channel: channel, relay: relay, handlerBox: handler)))
+                unparking.value.attach(
+                    .relayed(RelayedChannel(channel: channel, descriptor: socketDescriptor, relay: relay, handlerBox: handler)))
             } else {
                 handler.value = BrokerConnectionHandler(
                     core: core.value, relayedChannel: channel, usesCertificateIdentity: usesCertificateIdentity,

@@ -98,10 +98,8 @@ final class ParkedSocket {
 /// every idle connection.)
 ///
 /// A flush with nothing in NIO's queue goes straight to the socket when the broker accepted the socket itself and
-/// knows its descriptor (plain TCP, ``BrokerConnectionHandler/socketDescriptor``): one `send(2)`, where NIO's
-/// write and flush through the pipeline cost about 4,700 instructions of bookkeeping (callgrind, one message at a
-/// time) and two writability events. What the kernel does not take goes to NIO as before, and stays ahead of
-/// everything after it: later flushes find NIO's queue busy (the channel unwritable) and go through NIO too.
+/// knows its descriptor (plain TCP, ``BrokerConnectionHandler/socketDescriptor``): one `send(2)`
+/// (``Descriptor/sendIfNothingQueued(_:descriptor:channel:)``). What the kernel does not take goes to NIO as before.
 final class PipelineChannel {
     let context: ChannelHandlerContext
     /// The socket's descriptor, which NIO owns and closes: used only while the channel is active, which it stops
@@ -131,16 +129,10 @@ final class PipelineChannel {
     func flush(reportingWritten bytes: Int, to handler: BrokerConnectionHandler) {
         guard var last = held else { return }
         held = nil
-        // Writable: NIO's queue is empty (``MQTTBrokerServer/writabilityMeansNothingQueued``), so these bytes are
-        // next on the socket. Active: NIO has not closed the descriptor.
-        if let descriptor, context.channel.isWritable, context.channel.isActive {
-            let sent = Descriptor.sendAvailable(descriptor, last)
-            if sent == last.readableBytes {
-                if heldIsOwnBuffer { handler.core.recycleOutputBuffer(consume last) }
-                handler.outputWritten(bytes)
-                return
-            }
-            last.moveReaderIndex(forwardBy: sent)
+        if Descriptor.sendIfNothingQueued(&last, descriptor: descriptor, channel: context.channel) {
+            if heldIsOwnBuffer { handler.core.recycleOutputBuffer(consume last) }
+            handler.outputWritten(bytes)
+            return
         }
         context.writeAndFlush(NIOAny(last), promise: nil)
         // Writable right after the flush: nothing is left in NIO's queue (the broker's sockets are unwritable from
@@ -183,6 +175,9 @@ final class PipelineChannel {
 /// Confined to the core's event loop (hence its `@exclusivity(unchecked)` property, see ``BrokerCore``).
 final class RelayedChannel {
     let channel: any Channel
+    /// The socket's descriptor when the broker accepted it itself (plain TCP): a batch of one buffer then goes
+    /// straight to the socket when NIO's queue is empty (``Descriptor/sendIfNothingQueued(_:descriptor:channel:)``).
+    private let descriptor: CInt?
     /// The relay in the socket's pipeline, to pause reading on behalf of the core.
     private let relay: NIOLoopBound<ConnectionRelay>?
     @exclusivity(unchecked) private var pending: [ByteBuffer] = []
@@ -192,10 +187,11 @@ final class RelayedChannel {
     let handlerBox: NIOLoopBoundBox<BrokerConnectionHandler?>?
 
     init(
-        channel: any Channel, relay: NIOLoopBound<ConnectionRelay>? = nil,
+        channel: any Channel, descriptor: CInt? = nil, relay: NIOLoopBound<ConnectionRelay>? = nil,
         handlerBox: NIOLoopBoundBox<BrokerConnectionHandler?>? = nil
     ) {
         self.channel = channel
+        self.descriptor = descriptor
         self.relay = relay
         self.handlerBox = handlerBox
     }
@@ -211,7 +207,13 @@ final class RelayedChannel {
         let channel = self.channel
         let coreLoop = handler.core.eventLoop
         let boundHandler = NIOLoopBound(handler, eventLoop: coreLoop)
+        let descriptor = self.descriptor
         channel.eventLoop.execute {
+            var batch = batch
+            if batch.count == 1, Descriptor.sendIfNothingQueued(&batch[0], descriptor: descriptor, channel: channel) {
+                coreLoop.execute { boundHandler.value.outputWritten(bytes) }
+                return
+            }
             let promise = channel.eventLoop.makePromise(of: Void.self)
             for buffer in batch.dropLast() {
                 channel.write(buffer, promise: nil)

@@ -10,11 +10,10 @@ import Glibc
 #endif
 
 /// The broker sends a flush straight to a plain-TCP socket it accepted itself while NIO's queue for it is empty, and
-/// hands NIO what the kernel does not take (``PipelineChannel``). Over a real socket with a small receive window, a
-/// subscriber that reads slowly, with the broker's window and output bound open, makes the kernel take part of a
-/// flush, or nothing: every message must still arrive
-/// once, whole and in order, whichever of the two paths each flush took. Run with one event loop (the socket on the
-/// core's loop, the direct path) and two (half the sockets relayed through NIO on the other loop).
+/// hands NIO what the kernel does not take (``Descriptor/sendIfNothingQueued(_:descriptor:channel:)``). Over a real
+/// socket with a small receive window, a subscriber that reads slowly, with the broker's window and output bound
+/// open, makes the kernel take part of a flush, or nothing: every message must still arrive once, whole and in
+/// order, whichever of the two paths each flush took.
 @Suite("Direct sends (live)", .timeLimit(.minutes(1)))
 struct DirectSendLiveTests {
     /// About 9 MB in all.
@@ -38,8 +37,13 @@ struct DirectSendLiveTests {
         return bytes
     }
 
-    @Test("a subscriber reading slowly through a 4 KiB window gets every QoS 1 message once, whole and in order", arguments: [1, 2])
-    func slowReaderGetsEveryByteInOrder(loops: Int) async throws {
+    /// Sockets are dealt to the loops in turn: with two loops, one connection opened before the subscriber puts the
+    /// subscriber on the other loop, so one of the two runs relays its socket (``RelayedChannel``) and the other
+    /// serves it on the core's loop (``PipelineChannel``).
+    @Test(
+        "a subscriber reading slowly through a 4 KiB window gets every QoS 1 message once, whole and in order",
+        arguments: [(loops: 1, connectionsBefore: 0), (loops: 2, connectionsBefore: 0), (loops: 2, connectionsBefore: 1)])
+    func slowReaderGetsEveryByteInOrder(loops: Int, connectionsBefore: Int) async throws {
         // No window and no output bound that a slow reader reaches: the broker writes every message as it arrives,
         // so its socket's send buffer fills and flushes are taken in part.
         try await withLiveBroker(loops: loops, {
@@ -49,6 +53,8 @@ struct DirectSendLiveTests {
             $0.slowConsumerTimeout = nil
         }) { server, address in
             let port = try #require(address.port)
+            var earlier: [RawConnection] = []
+            for _ in 0..<connectionsBefore { earlier.append(try await RawConnection.open(to: address)) }
             let subscriber = try SlowSubscriber(port: port, topic: "direct/send")
             defer { subscriber.close() }
             #expect(try await server.waitForSubscriptions(1))
@@ -87,6 +93,7 @@ struct DirectSendLiveTests {
                 break
             }
             await publisher.close()
+            for connection in earlier { await connection.close() }
         }
     }
 }
