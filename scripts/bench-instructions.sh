@@ -6,6 +6,11 @@
 #   scripts/bench-instructions.sh BROKER...        # BROKER: a path to an mqttchat binary, or "mosquitto"
 #   options: --scenario S (default fanin)  --qos Q (default 2)  --messages A,B (per publisher; default 1000,5000)
 #            --bench-args "..." (more `mqttchat bench` options, e.g. "--publishers 10 --subscribers 10 --rate 5000")
+#            --rates A,B (the two runs at these total rates, msg/s; with --messages in proportion both last as long,
+#            so work that grows with time, not messages, cancels out too)
+#            --pin CPU (run the broker on this CPU alone, as bench-broker.sh does: our broker then runs one loop)
+#   one message at a time (the cold path of the latency runs):
+#     --scenario pairs --qos 1 --rates 100,500 --messages 50,250 --pin 0 --bench-args "--publishers 10 --subscribers 10"
 #   env: MQTTCHAT_GEN=path (the load generator; default: the first mqttchat binary given)
 #
 # Each broker runs under callgrind twice, once per message count; instructions per message =
@@ -20,6 +25,8 @@ SCENARIO=fanin
 QOS=2
 MESSAGES=1000,5000
 BENCH_ARGS=""
+RATES=""
+PIN=()
 BROKERS=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -27,6 +34,8 @@ while [ $# -gt 0 ]; do
     --qos) QOS="$2"; shift ;;
     --messages) MESSAGES="$2"; shift ;;
     --bench-args) BENCH_ARGS="$2"; shift ;;
+    --rates) RATES="$2"; shift ;;
+    --pin) PIN=(taskset -c "$2"); shift ;;
     -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     -*) echo "unknown option: $1" >&2; exit 2 ;;
     *) BROKERS+=("$1") ;;
@@ -36,6 +45,11 @@ done
 [ ${#BROKERS[@]} -gt 0 ] || { echo "usage: $0 [options] BROKER... (see --help)" >&2; exit 2; }
 SHORT="${MESSAGES%,*}"
 LONG="${MESSAGES#*,}"
+# rate_args MESSAGES: the --rate of the run with that many messages per publisher (none without --rates)
+rate_args() {
+  [ -n "$RATES" ] || return 0
+  if [ "$1" = "$SHORT" ]; then echo "--rate ${RATES%,*}"; else echo "--rate ${RATES#*,}"; fi
+}
 
 if ! command -v valgrind >/dev/null 2>&1; then
   SUDO=""
@@ -88,7 +102,7 @@ run_once() {
   local args=(broker -c "$TMP/broker.conf")
   # Started as root, mosquitto would switch to its own user and could not write the profile callgrind opened.
   [ "$label" = mosquitto ] && { { cat "$TMP/broker.conf"; echo "user root"; } > "$TMP/mosquitto.conf"; args=(-c "$TMP/mosquitto.conf"); }
-  valgrind --tool=callgrind --callgrind-out-file="$out" "$executable" "${args[@]}" \
+  "${PIN[@]}" valgrind --tool=callgrind --callgrind-out-file="$out" "$executable" "${args[@]}" \
     > "$TMP/broker.$label.$messages.log" 2>&1 &
   BROKER_PID=$!
   local ready=0
@@ -103,7 +117,8 @@ run_once() {
     return 1
   fi
   # shellcheck disable=SC2086  # BENCH_ARGS is a list of options
-  timeout 300 "$GEN" bench --port "$PORT" --scenario "$SCENARIO" --qos "$QOS" --messages "$messages" $BENCH_ARGS --json \
+  timeout 300 "$GEN" bench --port "$PORT" --scenario "$SCENARIO" --qos "$QOS" --messages "$messages" $BENCH_ARGS \
+    $(rate_args "$messages") --json \
     > "$TMP/bench.$label.$messages.json" 2> "$TMP/bench.$label.$messages.err" || true
   stop_broker
   local instructions delivered
@@ -142,4 +157,4 @@ for broker in "${BROKERS[@]}"; do
   ratio="$(python3 -c "print(f'{$per_message / $FIRST:.3f}')")"
   printf '%-40s %14s %14s %10s\n' "$broker" "$per_message" "$((long_delivered - short_delivered))" "$ratio"
 done
-echo "scenario $SCENARIO, QoS $QOS, $SHORT and $LONG messages per publisher ${BENCH_ARGS:+($BENCH_ARGS) }; ratio = broker / the first one"
+echo "scenario $SCENARIO, QoS $QOS, $SHORT and $LONG messages per publisher ${RATES:+at $RATES msg/s }${BENCH_ARGS:+($BENCH_ARGS) }${PIN[*]:+(broker: ${PIN[*]}) }; ratio = broker / the first one"
