@@ -98,8 +98,8 @@ final class ParkedSocket {
 /// every idle connection.)
 ///
 /// A flush with nothing in NIO's queue goes straight to the socket when the broker accepted the socket itself and
-/// knows its descriptor (plain TCP, ``BrokerConnectionHandler/socketDescriptor``): one `send(2)`
-/// (``Descriptor/sendIfNothingQueued(_:descriptor:channel:)``). What the kernel does not take goes to NIO as before.
+/// knows its descriptor (plain TCP, ``BrokerConnectionHandler/socketDescriptor``): one `write(2)`
+/// (``Descriptor/writeIfNothingQueued(_:descriptor:channel:)``). What the kernel does not take goes to NIO as before.
 final class PipelineChannel {
     let context: ChannelHandlerContext
     /// The socket's descriptor, which NIO owns and closes: used only while the channel is active, which it stops
@@ -129,7 +129,7 @@ final class PipelineChannel {
     func flush(reportingWritten bytes: Int, to handler: BrokerConnectionHandler) {
         guard var last = held else { return }
         held = nil
-        if Descriptor.sendIfNothingQueued(&last, descriptor: descriptor, channel: context.channel) {
+        if Descriptor.writeIfNothingQueued(&last, descriptor: descriptor, channel: context.channel) {
             if heldIsOwnBuffer { handler.core.recycleOutputBuffer(consume last) }
             handler.outputWritten(bytes)
             return
@@ -176,7 +176,7 @@ final class PipelineChannel {
 final class RelayedChannel {
     let channel: any Channel
     /// The socket's descriptor when the broker accepted it itself (plain TCP): a batch of one buffer then goes
-    /// straight to the socket when NIO's queue is empty (``Descriptor/sendIfNothingQueued(_:descriptor:channel:)``).
+    /// straight to the socket when NIO's queue is empty (``Descriptor/writeIfNothingQueued(_:descriptor:channel:)``).
     private let descriptor: CInt?
     /// The relay in the socket's pipeline, to pause reading on behalf of the core.
     private let relay: NIOLoopBound<ConnectionRelay>?
@@ -210,7 +210,7 @@ final class RelayedChannel {
         let descriptor = self.descriptor
         channel.eventLoop.execute {
             var batch = batch
-            if batch.count == 1, Descriptor.sendIfNothingQueued(&batch[0], descriptor: descriptor, channel: channel) {
+            if batch.count == 1, Descriptor.writeIfNothingQueued(&batch[0], descriptor: descriptor, channel: channel) {
                 coreLoop.execute { boundHandler.value.outputWritten(bytes) }
                 return
             }

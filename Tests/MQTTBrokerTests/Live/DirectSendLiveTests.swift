@@ -10,7 +10,7 @@ import Glibc
 #endif
 
 /// The broker sends a flush straight to a plain-TCP socket it accepted itself while NIO's queue for it is empty, and
-/// hands NIO what the kernel does not take (``Descriptor/sendIfNothingQueued(_:descriptor:channel:)``). Over a real
+/// hands NIO what the kernel does not take (``Descriptor/writeIfNothingQueued(_:descriptor:channel:)``). Over a real
 /// socket with a small receive window, a subscriber that reads slowly, with the broker's window and output bound
 /// open, makes the kernel take part of a flush, or nothing: every message must still arrive once, whole and in
 /// order, whichever of the two paths each flush took.
