@@ -102,8 +102,9 @@ final class ParkedSocket {
 /// (``Descriptor/writeIfNothingQueued(_:descriptor:channel:)``). What the kernel does not take goes to NIO as before.
 final class PipelineChannel {
     let context: ChannelHandlerContext
-    /// The socket's descriptor, which NIO owns and closes: used only while the channel is active, which it stops
-    /// being before NIO closes the descriptor. Nil for a socket the broker did not accept itself (TLS).
+    /// The socket's descriptor, which NIO owns and closes: written to only while the channel is active (see
+    /// ``Descriptor/writeIfNothingQueued(_:descriptor:channel:)``). Nil for a socket the broker did not accept
+    /// itself (TLS, or parking turned off).
     private let descriptor: CInt?
     @exclusivity(unchecked) private var held: ByteBuffer?
     /// Whether ``held`` is the handler's own coalescing buffer (a shared payload is never reused).

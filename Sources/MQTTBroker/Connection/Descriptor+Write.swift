@@ -30,8 +30,9 @@ extension Descriptor {
     /// event loop.
     ///
     /// Writable means NIO's queue is empty: the broker's sockets are unwritable from their first queued byte
-    /// (``MQTTBrokerServer/writabilityMeansNothingQueued``). Active: NIO marks a channel inactive before it closes its
-    /// descriptor, so while the channel is active the descriptor is this socket's and no other's.
+    /// (``MQTTBrokerServer/writabilityMeansNothingQueued``). Active: NIO closes a channel's descriptor and marks it
+    /// inactive in one step on the channel's loop, calling no handler in between (`BaseSocketChannel.close0`), so on
+    /// that loop an active channel's descriptor is still its socket's, not a reused number.
     static func writeIfNothingQueued(_ buffer: inout ByteBuffer, descriptor: CInt?, channel: any Channel) -> Bool {
         guard let descriptor, channel.isWritable, channel.isActive else { return false }
         let written = writeAvailable(descriptor, buffer)
