@@ -9,7 +9,7 @@ import Testing
 import Glibc
 #endif
 
-/// The broker sends a flush straight to a plain-TCP socket it accepted itself while NIO's queue for it is empty, and
+/// The broker writes a flush straight to a plain-TCP socket it accepted itself while NIO's queue for it is empty, and
 /// hands NIO what the kernel does not take (``Descriptor/writeIfNothingQueued(_:descriptor:channel:)``). Over a real
 /// socket with a small receive window, a subscriber that reads slowly, with the broker's window and output bound
 /// open, makes the kernel take part of a flush, or nothing: every message must still arrive once, whole and in
@@ -19,7 +19,7 @@ struct DirectSendLiveTests {
     /// About 9 MB in all.
     static let messageCount = 24_000
     /// The subscriber starts reading once this many messages (about 6 MB) are published: more than the kernel
-    /// buffers for one socket here (`tcp_wmem` allows up to 4 MiB), so the broker's sends to it have met a full
+    /// buffers for one socket here (`tcp_wmem` allows up to 4 MiB), so the broker's writes to it have met a full
     /// socket by then, and NIO holds the rest. While it reads, the socket drains and fills again as new flushes
     /// arrive, some while NIO's queue still holds bytes.
     static let readingStartsAfter = 16_000
