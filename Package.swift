@@ -185,7 +185,7 @@ let package = Package(
         .testTarget(
             name: "MQTTBrokerTests",
             dependencies: [
-                "MQTTBroker", "MQTTCore",
+                "MQTTBroker", "MQTTCore", "LiveTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

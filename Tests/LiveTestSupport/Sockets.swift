@@ -23,10 +23,14 @@ public func canConnect(port: Int) -> Bool {
     return true
 }
 
-/// A blocking socket connected to 127.0.0.1:`port`; the caller closes it.
-public func connectedSocket(port: Int) throws -> Int32 {
+/// A blocking socket connected to 127.0.0.1:`port`; the caller closes it. A `receiveBufferSize` is set before
+/// connecting, so that the window the socket advertises stays that small (a client that reads slowly, or not at all).
+public func connectedSocket(port: Int, receiveBufferSize: Int32? = nil) throws -> Int32 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw HarnessError("socket() failed, errno \(errno)") }
+    if var size = receiveBufferSize {
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
     var address = loopback(port: port)
     let result = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }

@@ -98,36 +98,18 @@ struct DirectSendLiveTests {
     }
 }
 
-/// A subscriber on a blocking socket with a 4 KiB receive buffer (set before connecting, so the window stays small)
-/// that, once told to start, reads up to 8 KiB at a time with half a millisecond's pause between reads and acknowledges each PUBLISH as it decodes it.
+/// A subscriber on a blocking socket with a 4 KiB window (``rawSubscriberSocket(port:clientID:topic:qos:receiveBufferSize:)``)
+/// that, once told to start, reads up to 8 KiB at a time with half a millisecond's pause between reads and
+/// acknowledges each PUBLISH as it decodes it.
 private final class SlowSubscriber: Sendable {
     let descriptor: CInt
     /// Reading starts when this is signalled (or after 30 s).
     let startGate = DispatchSemaphore(value: 0)
 
     init(port: Int, topic: String) throws {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(descriptor >= 0)
-        var size: CInt = 4096
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<CInt>.size))
+        descriptor = try rawSubscriberSocket(port: port, clientID: "direct-sub", topic: topic, qos: .atLeastOnce)
         var timeout = timeval(tv_sec: 10, tv_usec: 0)  // bounds every read
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        try #require(connected == 0)
-        var buffer = ByteBuffer()
-        try MQTTPacketEncoder.encode(.connect(ConnectPacket(clientIdentifier: "direct-sub")), into: &buffer)
-        try MQTTPacketEncoder.encode(
-            .subscribe(SubscribePacket(packetID: 1, subscriptions: [.init(topicFilter: topic, qos: .atLeastOnce)])),
-            into: &buffer)
-        try #require(sendAll(buffer))
     }
 
     /// Wakes the reading thread, if it still waits, and closes the socket.
@@ -135,11 +117,6 @@ private final class SlowSubscriber: Sendable {
         startGate.signal()
         _ = shutdown(descriptor, Int32(SHUT_RDWR))
         _ = Glibc.close(descriptor)
-    }
-
-    private func sendAll(_ buffer: ByteBuffer) -> Bool {
-        let bytes = Array(buffer.readableBytesView)
-        return bytes.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
     }
 
     /// The payloads of the PUBLISHes received, in order, and why reading stopped early (nil: it did not).
@@ -182,7 +159,7 @@ private final class SlowSubscriber: Sendable {
                     }
                     var acknowledgement = ByteBuffer()
                     try MQTTPacketEncoder.encode(.puback(PubAckPacket(packetID: packetID)), into: &acknowledgement)
-                    guard sendAll(acknowledgement) else {
+                    guard sendAll(descriptor, acknowledgement) else {
                         received.error = "PUBACK not sent (errno \(errno))"
                         return received
                     }

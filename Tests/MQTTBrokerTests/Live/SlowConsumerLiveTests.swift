@@ -19,34 +19,6 @@ struct SlowConsumerLiveTests {
     /// 12 MiB of payload: more than the kernel buffers between the broker and a client that does not read.
     static let messageCount = 12 * 1024
 
-    /// A subscriber that sends CONNECT and SUBSCRIBE and then never reads (a 4 KiB receive buffer, set before
-    /// connecting so that the window stays small). Returns the socket, to be closed by the caller.
-    func nonReadingSubscriber(port: Int, topic: String) throws -> CInt {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(descriptor >= 0)
-        var size: CInt = 4096
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<CInt>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        try #require(connected == 0)
-        var buffer = ByteBuffer()
-        try MQTTPacketEncoder.encode(.connect(ConnectPacket(clientIdentifier: "never-reads")), into: &buffer)
-        try MQTTPacketEncoder.encode(
-            .subscribe(SubscribePacket(packetID: 1, subscriptions: [.init(topicFilter: topic, qos: .atMostOnce)])),
-            into: &buffer)
-        let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
-        let sent = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
-        try #require(sent == bytes.count)
-        return descriptor
-    }
-
     @Test("a subscriber that stops reading has its QoS 0 copies dropped; one that reads keeps receiving", arguments: [1, 2])
     func nonReadingSubscriberIsBounded(loops: Int) async throws {
         try await withLiveBroker({ config in
@@ -55,7 +27,8 @@ struct SlowConsumerLiveTests {
             config.eventLoopCount = loops
         }) { server, address in
             let port = try #require(address.port)
-            let slow = try nonReadingSubscriber(port: port, topic: "flood")
+            // Sends CONNECT and SUBSCRIBE, then never reads, through a 4 KiB window.
+            let slow = try rawSubscriberSocket(port: port, clientID: "never-reads", topic: "flood", qos: .atMostOnce)
             defer { close(slow) }
             let (fast, _) = try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "reads"))
             _ = try await fast.subscribe("flood", qos: .atMostOnce)
