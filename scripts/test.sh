@@ -11,15 +11,33 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
 
 failed=()
+# Each stage's output is long and CI keeps only the tail of the whole run, so every stage's output is also
+# saved, and the lines that say what failed are repeated at the end, where they are seen.
+logs="$(mktemp -d "${TMPDIR:-/tmp}/mqttchat-test.XXXXXX")"
+trap 'rm -rf "$logs"' EXIT
+
 swift build --build-tests || { echo "test.sh: build failed" >&2; exit 1; }
-swift test --skip-build || failed+=("swift test")
+swift test --skip-build 2>&1 | tee "$logs/swift-test.log" || failed+=("swift test")
 
 MQTTCHAT_BIN="$(swift build --show-bin-path)/mqttchat" \
-  python3 -m pytest -q -p no:cacheprovider Tests/e2e || failed+=("pytest Tests/e2e")
+  python3 -m pytest -q -rfE -p no:cacheprovider Tests/e2e 2>&1 | tee "$logs/pytest.log" ||
+  failed+=("pytest Tests/e2e")
 
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}" || failed+=("fuzz")
 
 if [ ${#failed[@]} -gt 0 ]; then
+  for stage in "${failed[@]}"; do
+    case "$stage" in
+      "swift test")
+        echo "test.sh: what failed in swift test (its first 60 lines that say so):" >&2
+        grep -a -E '✘|error:|Fatal error|Test Case .* failed|unexpected signal|Exited with' \
+          "$logs/swift-test.log" | head -n 60 >&2 ;;
+      "pytest Tests/e2e")
+        echo "test.sh: what failed in pytest Tests/e2e:" >&2
+        grep -a -E '^(FAILED|ERROR) ' "$logs/pytest.log" | head -n 60 >&2 ;;
+      *) ;;
+    esac
+  done
   echo "test.sh: FAILED: ${failed[*]}" >&2
   exit 1
 fi
