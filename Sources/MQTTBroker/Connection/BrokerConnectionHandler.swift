@@ -134,7 +134,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     ) {
         self.init(core: core, usesCertificateIdentity: usesCertificateIdentity, socketDescriptor: socketDescriptor)
         self.transport = .relayed(
-            RelayedChannel(channel: relayedChannel, descriptor: socketDescriptor, relay: relay, handlerBox: handlerBox))
+            RelayedChannel(channel: relayedChannel, relay: relay, handlerBox: handlerBox))
         start()
     }
 

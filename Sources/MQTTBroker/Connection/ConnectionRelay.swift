@@ -31,6 +31,8 @@ final class ConnectionRelay: ChannelInboundHandler {
     private let unparking: NIOLoopBound<BrokerConnectionHandler>?
     /// [park] Reading stopped while the core decides whether to park the connection.
     private var pausedForPark = false
+    /// Writes the core's one-buffer flushes straight to the socket when the broker accepted it itself.
+    private var directWriter: DirectSocketWriter?
 
     init(
         core: NIOLoopBound<BrokerCore>, usesCertificateIdentity: Bool = false, socketDescriptor: CInt? = nil,
@@ -39,6 +41,7 @@ final class ConnectionRelay: ChannelInboundHandler {
         self.core = core
         self.usesCertificateIdentity = usesCertificateIdentity
         self.socketDescriptor = socketDescriptor
+        self.directWriter = socketDescriptor.map(DirectSocketWriter.init(descriptor:))
         self.unparking = unparking
         self.handler = NIOLoopBoundBox.makeEmptyBox(valueType: BrokerConnectionHandler.self, eventLoop: core.eventLoop)
     }
@@ -56,7 +59,7 @@ final class ConnectionRelay: ChannelInboundHandler {
             if let unparking {
                 handler.value = unparking.value
                 unparking.value.attach(
-                    .relayed(RelayedChannel(channel: channel, descriptor: socketDescriptor, relay: relay, handlerBox: handler)))
+                    .relayed(RelayedChannel(channel: channel, relay: relay, handlerBox: handler)))
             } else {
                 handler.value = BrokerConnectionHandler(
                     core: core.value, relayedChannel: channel, usesCertificateIdentity: usesCertificateIdentity,
@@ -110,6 +113,19 @@ final class ConnectionRelay: ChannelInboundHandler {
     func setReadingPausedByCore(_ paused: Bool) {
         pausedByCore = paused
         updateReading()
+    }
+
+    /// Writes a flush from the core straight to the socket when NIO holds nothing for it (``DirectSocketWriter``).
+    /// On ``DirectSocketWriter/Outcome/leftover`` the caller hands the rest to NIO and calls
+    /// ``directWriteLeftoverWritten()`` once NIO has written it.
+    func writeDirectly(_ buffer: inout ByteBuffer) -> DirectSocketWriter.Outcome {
+        guard let channel = context?.channel else { return .declined }
+        return directWriter?.write(&buffer, channel: channel) ?? .declined
+    }
+
+    /// NIO has written (or failed) what a direct write left: flushes may go straight to the socket again.
+    func directWriteLeftoverWritten() {
+        directWriter?.leftoverWritten()
     }
 
     /// [park] Stops reading and returns a duplicate of the socket's descriptor, which stays open when the channel

@@ -99,20 +99,19 @@ final class ParkedSocket {
 ///
 /// A flush with nothing in NIO's queue goes straight to the socket when the broker accepted the socket itself and
 /// knows its descriptor (plain TCP, ``BrokerConnectionHandler/socketDescriptor``): one `write(2)`
-/// (``Descriptor/writeIfNothingQueued(_:descriptor:channel:)``). What the kernel does not take goes to NIO as before.
+/// (``DirectSocketWriter``). What the kernel does not take goes to NIO as before.
 final class PipelineChannel {
     let context: ChannelHandlerContext
-    /// The socket's descriptor, which NIO owns and closes: written to only while the channel is active (see
-    /// ``Descriptor/writeIfNothingQueued(_:descriptor:channel:)``). Nil for a socket the broker did not accept
-    /// itself (TLS, or parking turned off).
-    private let descriptor: CInt?
+    /// Writes flushes straight to the socket; nil for a socket the broker did not accept itself (TLS, or parking
+    /// turned off).
+    @exclusivity(unchecked) private var directWriter: DirectSocketWriter?
     @exclusivity(unchecked) private var held: ByteBuffer?
     /// Whether ``held`` is the handler's own coalescing buffer (a shared payload is never reused).
     @exclusivity(unchecked) private var heldIsOwnBuffer = false
 
     init(context: ChannelHandlerContext, descriptor: CInt? = nil) {
         self.context = context
-        self.descriptor = descriptor
+        self.directWriter = descriptor.map(DirectSocketWriter.init(descriptor:))
     }
 
     func write(_ buffer: ByteBuffer, ownBuffer: Bool) {
@@ -130,10 +129,21 @@ final class PipelineChannel {
     func flush(reportingWritten bytes: Int, to handler: BrokerConnectionHandler) {
         guard var last = held else { return }
         held = nil
-        if Descriptor.writeIfNothingQueued(&last, descriptor: descriptor, channel: context.channel) {
+        switch directWriter?.write(&last, channel: context.channel) {
+        case .written?:
             if heldIsOwnBuffer { handler.core.recycleOutputBuffer(consume last) }
             handler.outputWritten(bytes)
             return
+        case .leftover?:
+            let promise = context.eventLoop.makePromise(of: Void.self)
+            promise.futureResult.assumeIsolated().whenComplete { [self] _ in
+                directWriter?.leftoverWritten()
+                handler.outputWritten(bytes)
+            }
+            context.writeAndFlush(NIOAny(last), promise: promise)
+            return
+        case .declined?, nil:
+            break
         }
         context.writeAndFlush(NIOAny(last), promise: nil)
         // Writable right after the flush: nothing is left in NIO's queue (the broker's sockets are unwritable from
@@ -176,10 +186,8 @@ final class PipelineChannel {
 /// Confined to the core's event loop (hence its `@exclusivity(unchecked)` property, see ``BrokerCore``).
 final class RelayedChannel {
     let channel: any Channel
-    /// The socket's descriptor when the broker accepted it itself (plain TCP): a batch of one buffer then goes
-    /// straight to the socket when NIO's queue is empty (``Descriptor/writeIfNothingQueued(_:descriptor:channel:)``).
-    private let descriptor: CInt?
-    /// The relay in the socket's pipeline, to pause reading on behalf of the core.
+    /// The relay in the socket's pipeline, to pause reading on behalf of the core, and to write a batch of one
+    /// buffer straight to the socket when the broker accepted it itself (``ConnectionRelay/writeDirectly(_:)``).
     private let relay: NIOLoopBound<ConnectionRelay>?
     @exclusivity(unchecked) private var pending: [ByteBuffer] = []
 
@@ -188,11 +196,10 @@ final class RelayedChannel {
     let handlerBox: NIOLoopBoundBox<BrokerConnectionHandler?>?
 
     init(
-        channel: any Channel, descriptor: CInt? = nil, relay: NIOLoopBound<ConnectionRelay>? = nil,
+        channel: any Channel, relay: NIOLoopBound<ConnectionRelay>? = nil,
         handlerBox: NIOLoopBoundBox<BrokerConnectionHandler?>? = nil
     ) {
         self.channel = channel
-        self.descriptor = descriptor
         self.relay = relay
         self.handlerBox = handlerBox
     }
@@ -208,12 +215,23 @@ final class RelayedChannel {
         let channel = self.channel
         let coreLoop = handler.core.eventLoop
         let boundHandler = NIOLoopBound(handler, eventLoop: coreLoop)
-        let descriptor = self.descriptor
+        let relay = self.relay
         channel.eventLoop.execute {
             var batch = batch
-            if batch.count == 1, Descriptor.writeIfNothingQueued(&batch[0], descriptor: descriptor, channel: channel) {
-                coreLoop.execute { boundHandler.value.outputWritten(bytes) }
-                return
+            if batch.count == 1, let relay {
+                switch relay.value.writeDirectly(&batch[0]) {
+                case .written:
+                    coreLoop.execute { boundHandler.value.outputWritten(bytes) }
+                    return
+                case .leftover:
+                    channel.writeAndFlush(batch[0]).whenComplete { _ in
+                        relay.value.directWriteLeftoverWritten()
+                        coreLoop.execute { boundHandler.value.outputWritten(bytes) }
+                    }
+                    return
+                case .declined:
+                    break
+                }
             }
             let promise = channel.eventLoop.makePromise(of: Void.self)
             for buffer in batch.dropLast() {

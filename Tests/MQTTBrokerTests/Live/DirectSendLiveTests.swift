@@ -10,10 +10,10 @@ import Glibc
 #endif
 
 /// The broker writes a flush straight to a plain-TCP socket it accepted itself while NIO's queue for it is empty, and
-/// hands NIO what the kernel does not take (``Descriptor/writeIfNothingQueued(_:descriptor:channel:)``). Over a real
-/// socket with a small receive window, a subscriber that reads slowly, with the broker's window and output bound
-/// open, makes the kernel take part of a flush, or nothing: every message must still arrive once, whole and in
-/// order, whichever of the two paths each flush took.
+/// hands NIO what the kernel does not take (``DirectSocketWriter``). Over a real socket with a small receive window,
+/// a subscriber that reads slowly, with the broker's window and output bound open, makes the kernel take part of a
+/// flush, or nothing: every message must still arrive once, whole and in order, whichever of the two paths each
+/// flush took. (The one-byte leftover that NIO still counts as writable is ``DirectSocketWriterLiveTests``'.)
 @Suite("Direct sends (live)", .timeLimit(.minutes(1)))
 struct DirectSendLiveTests {
     /// About 9 MB in all.
