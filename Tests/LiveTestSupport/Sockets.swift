@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -50,4 +52,26 @@ public func loopback(port: Int) -> sockaddr_in {
     address.sin_port = UInt16(port).bigEndian
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     return address
+}
+
+/// Whether process `pid` holds the socket listening on 127.0.0.1:`port` (Linux: the listener's inode in
+/// `/proc/net/tcp` among the process's descriptors). Another test's broker may listen on a port that was free
+/// when this one probed it; a connection to that port then reaches a broker that is not the one just started.
+public func listener(port: Int, isHeldBy pid: Int32) -> Bool {
+    guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return false }
+    let wanted = String(format: "0100007F:%04X", port)
+    let inodes = table.split(separator: "\n").dropFirst().compactMap { line -> String? in
+        let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+        // sl, local_address, rem_address, st (0A: LISTEN), tx:rx, tr:when, retrnsmt, uid, timeout, inode
+        guard fields.count > 9, fields[1] == wanted, fields[3] == "0A" else { return nil }
+        return "socket:[\(fields[9])]"
+    }
+    guard !inodes.isEmpty,
+        let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
+    else { return false }
+    return descriptors.contains { descriptor in
+        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(descriptor)")
+        else { return false }
+        return inodes.contains(target)
+    }
 }
