@@ -58,7 +58,7 @@ public func loopback(port: Int) -> sockaddr_in {
 /// `/proc/net/tcp` among the process's descriptors). Another test's broker may listen on a port that was free
 /// when this one probed it; a connection to that port then reaches a broker that is not the one just started.
 public func listener(port: Int, isHeldBy pid: Int32) -> Bool {
-    guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return false }
+    guard let table = readWholeFile("/proc/net/tcp") else { return false }
     let wanted = String(format: "0100007F:%04X", port)
     let inodes = table.split(separator: "\n").dropFirst().compactMap { line -> String? in
         let fields = line.split(separator: " ", omittingEmptySubsequences: true)
@@ -74,4 +74,22 @@ public func listener(port: Int, isHeldBy pid: Int32) -> Bool {
         else { return false }
         return inodes.contains(target)
     }
+}
+
+/// The whole of a file read with `read(2)` until its end: a `/proc` file reports size 0 and is produced a page at a
+/// time, and Foundation's readers can stop after the first page.
+func readWholeFile(_ path: String) -> String? {
+    let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { return nil }
+    defer { close(descriptor) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65_536)
+    while bytes.count < 64 << 20 {
+        let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        guard count >= 0 else { return nil }
+        if count == 0 { break }
+        bytes += chunk[0..<count]
+    }
+    return String(decoding: bytes, as: UTF8.self)
 }
