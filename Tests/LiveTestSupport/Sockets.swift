@@ -6,16 +6,33 @@ import Foundation
 
 /// A port of 127.0.0.1 that was free a moment ago (bind to port 0, read it, close).
 public func freePort() throws -> Int {
+    let (fd, port) = try boundSocket(listening: false)
+    close(fd)
+    return port
+}
+
+/// A socket listening on 127.0.0.1 at a port the kernel chose, and that port; the caller closes it.
+public func listeningSocket() throws -> (descriptor: Int32, port: Int) {
+    try boundSocket(listening: true)
+}
+
+/// A socket bound to 127.0.0.1 at a port the kernel chose (and listening, if asked), and that port.
+private func boundSocket(listening: Bool) throws -> (descriptor: Int32, port: Int) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw HarnessError("socket() failed, errno \(errno)") }
-    defer { close(fd) }
     var address = loopback(port: 0)
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     let named = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, length) == 0 && (!listening || listen(fd, 16) == 0) && getsockname(fd, $0, &length) == 0
+        }
     }
-    guard named else { throw HarnessError("bind/getsockname on 127.0.0.1:0 failed, errno \(errno)") }
-    return Int(UInt16(bigEndian: address.sin_port))
+    guard named else {
+        let error = errno
+        close(fd)
+        throw HarnessError("bind\(listening ? "/listen" : "")/getsockname on 127.0.0.1:0 failed, errno \(error)")
+    }
+    return (fd, Int(UInt16(bigEndian: address.sin_port)))
 }
 
 /// Whether something accepts TCP connections on 127.0.0.1:`port`.

@@ -99,18 +99,9 @@ private struct ConnectedPair {
     let client: CInt
 
     init() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard listener >= 0 else { throw HarnessError("socket() failed, errno \(errno)") }
+        let (listener, port) = try listeningSocket()
         defer { close(listener) }
-        var address = loopback(port: 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let listening = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, length) == 0 && listen(listener, 1) == 0 && getsockname(listener, $0, &length) == 0
-            }
-        }
-        guard listening else { throw HarnessError("listen on 127.0.0.1:0 failed, errno \(errno)") }
-        client = try connectedSocket(port: Int(UInt16(bigEndian: address.sin_port)), receiveBufferSize: 4096)
+        client = try connectedSocket(port: port, receiveBufferSize: 4096)
         server = accept(listener, nil, nil)
         guard server >= 0 else {
             close(client)
