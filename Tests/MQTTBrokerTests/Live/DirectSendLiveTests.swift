@@ -1,6 +1,8 @@
 import Foundation
+import LiveTestSupport
 import MQTTCore
 import NIOCore
+import Synchronization
 import Testing
 
 @testable import MQTTBroker
@@ -37,15 +39,75 @@ struct DirectSendLiveTests {
         return bytes
     }
 
-    /// Sockets are dealt to the loops in turn: with two loops, one connection opened before the subscriber puts the
-    /// subscriber on the other loop, so one of the two runs relays its socket (``RelayedChannel``) and the other
-    /// serves it on the core's loop (``PipelineChannel``).
+    /// The three placements of the subscriber's socket. Sockets are dealt to the loops in turn: with two loops, one
+    /// connection opened before the subscriber puts the subscriber on the other loop, so one of the two runs relays
+    /// its socket (``RelayedChannel``) and the other serves it on the core's loop (``PipelineChannel``).
+    static let placements = [(loops: 1, connectionsBefore: 0), (loops: 2, connectionsBefore: 0), (loops: 2, connectionsBefore: 1)]
+
     @Test(
         "a subscriber reading slowly through a 4 KiB window gets every QoS 1 message once, whole and in order",
-        arguments: [(loops: 1, connectionsBefore: 0), (loops: 2, connectionsBefore: 0), (loops: 2, connectionsBefore: 1)])
+        arguments: placements)
     func slowReaderGetsEveryByteInOrder(loops: Int, connectionsBefore: Int) async throws {
-        // No window and no output bound that a slow reader reaches: the broker writes every message as it arrives,
-        // so its socket's send buffer fills and flushes are taken in part.
+        try await withSlowSubscriber(loops: loops, connectionsBefore: connectionsBefore) { _, subscriber, publisher in
+            let reading = subscriber.startReading(expected: Self.messageCount)
+            // Batches of 64 messages (about 23 KB), the next one sent once the broker has acknowledged the last: each
+            // read batch is then flushed to the subscriber as one buffer (below the hand-over threshold), the kind of
+            // flush that may go straight to the socket.
+            for first in stride(from: 0, to: Self.messageCount, by: Self.batchSize) {
+                let indices = first..<min(first + Self.batchSize, Self.messageCount)
+                if indices.contains(Self.readingStartsAfter) { subscriber.startGate.signal() }
+                try await Self.publish(indices, through: publisher, packetIDsCycle: Self.batchSize)
+            }
+            Self.expectEveryPayloadInOrder(await reading.value, count: Self.messageCount)
+        }
+    }
+
+    /// With the broker's send buffer for the subscriber made small (8 KiB, below one batch of about 23 KB), a flush
+    /// that meets an empty NIO queue and a drained socket goes straight to the socket, is taken in part, and leaves
+    /// the rest to NIO; the flushes after it go to NIO behind the leftover, and once NIO has written everything the
+    /// next flush goes straight to the socket again. The publisher sends groups of four batches and waits for
+    /// each group to arrive before the next, so the cycle repeats about 30 times per case.
+    @Test(
+        "with a small send buffer, partial direct writes, NIO's leftovers and resumed direct writes keep every byte in order",
+        arguments: placements)
+    func partialDirectWritesRepeatInOrder(loops: Int, connectionsBefore: Int) async throws {
+        let messageCount = 8_000
+        try await withSlowSubscriber(loops: loops, connectionsBefore: connectionsBefore) { server, subscriber, publisher in
+            let brokerSide = try #require(try await server.withCore { core in
+                core.session(forClientID: "direct-sub")?.connection?.socketDescriptor
+            } ?? nil)
+            var sendBuffer: Int32 = 4096  // the kernel doubles it
+            #expect(setsockopt(brokerSide, SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size)) == 0)
+            subscriber.startGate.signal()
+            let reading = subscriber.startReading(expected: messageCount)
+
+            // Groups of 4 batches written one after the other: the first of a group meets an empty NIO queue, the
+            // others the first one's leftover.
+            let groupSize = 4 * Self.batchSize
+            for groupStart in stride(from: 0, to: messageCount, by: groupSize) {
+                let group = groupStart..<min(groupStart + groupSize, messageCount)
+                try await Self.publish(group, through: publisher, packetIDsCycle: groupSize)
+                // Everything arrives before the next group: NIO's queue is empty again.
+                guard try await subscriber.waitUntilReceived(group.upperBound, within: .seconds(10)) else {
+                    Issue.record("the subscriber had \(subscriber.receivedCount) of \(group.upperBound) after 10 s")
+                    break
+                }
+            }
+            Self.expectEveryPayloadInOrder(await reading.value, count: messageCount)
+        }
+    }
+
+    /// Messages per batch the publisher writes at once: about 23 KB.
+    static let batchSize = 64
+
+    /// Runs `body` with a broker on `loops` loops, a ``SlowSubscriber`` to "direct/send" (not reading until told)
+    /// placed after `connectionsBefore` other connections, and a publisher. The broker has no window and no output
+    /// bound that a slow reader reaches: it writes every message as it arrives, so the subscriber's socket fills and
+    /// flushes are taken in part.
+    private func withSlowSubscriber(
+        loops: Int, connectionsBefore: Int,
+        _ body: (MQTTBrokerServer, SlowSubscriber, LiveClient) async throws -> Void
+    ) async throws {
         try await withLiveBroker(loops: loops, {
             $0.maxInflightMessages = 65535
             $0.maxQueuedMessages = 10_000
@@ -58,42 +120,41 @@ struct DirectSendLiveTests {
             let subscriber = try SlowSubscriber(port: port, topic: "direct/send")
             defer { subscriber.close() }
             #expect(try await server.waitForSubscriptions(1))
-            let reading = subscriber.startReading(expected: Self.messageCount)
-
             let (publisher, _) = try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "direct-pub"))
-            // Batches of 64 messages (about 23 KB), the next one sent once the broker has acknowledged the last: each
-            // read batch is then flushed to the subscriber as one buffer (below the hand-over threshold), the kind of
-            // flush that may go straight to the socket.
-            let batchSize = 64
-            for first in stride(from: 0, to: Self.messageCount, by: batchSize) {
-                var batch = publisher.channel.allocator.buffer(capacity: 4 * 1024)
-                let indices = first..<min(first + batchSize, Self.messageCount)
-                for index in indices {
-                    try MQTTPacketEncoder.encode(
-                        .publish(PublishPacket(
-                            topic: "direct/send", payload: ByteBuffer(bytes: Self.payload(index)), qos: .atLeastOnce,
-                            packetID: UInt16(index % batchSize + 1))),
-                        into: &batch)
-                }
-                if indices.contains(Self.readingStartsAfter) { subscriber.startGate.signal() }
-                try await publisher.channel.writeAndFlush(batch)
-                for _ in indices {
-                    guard case .puback = try await publisher.next() else {
-                        Issue.record("the publisher got something other than a PUBACK")
-                        return
-                    }
-                }
-            }
-
-            let received = await reading.value
-            #expect(received.error == nil, "\(received.error ?? "")")
-            #expect(received.payloads.count == Self.messageCount)
-            for (index, payload) in received.payloads.enumerated() where payload != Self.payload(index) {
-                Issue.record("message \(index) arrived as \(payload.count) bytes starting \(Array(payload.prefix(4)))")
-                break
-            }
+            try await body(server, subscriber, publisher)
             await publisher.close()
             for connection in earlier { await connection.close() }
+        }
+    }
+
+    /// Publishes messages `indices` at QoS 1 in batches of ``batchSize``, each batch written as one buffer, all of
+    /// them before awaiting their PUBACKs; packet identifiers repeat every `packetIDsCycle` messages.
+    private static func publish(_ indices: Range<Int>, through publisher: LiveClient, packetIDsCycle: Int) async throws {
+        for first in stride(from: indices.lowerBound, to: indices.upperBound, by: batchSize) {
+            var batch = publisher.channel.allocator.buffer(capacity: 32 * 1024)
+            for index in first..<min(first + batchSize, indices.upperBound) {
+                try MQTTPacketEncoder.encode(
+                    .publish(PublishPacket(
+                        topic: "direct/send", payload: ByteBuffer(bytes: payload(index)), qos: .atLeastOnce,
+                        packetID: UInt16(index % packetIDsCycle + 1))),
+                    into: &batch)
+            }
+            try await publisher.channel.writeAndFlush(batch)
+        }
+        for _ in indices {
+            guard case .puback = try await publisher.next() else {
+                throw HarnessError("the publisher got something other than a PUBACK")
+            }
+        }
+    }
+
+    /// The subscriber read all `count` messages without error, each once, whole and in order.
+    private static func expectEveryPayloadInOrder(_ received: SlowSubscriber.Received, count: Int) {
+        #expect(received.error == nil, "\(received.error ?? "")")
+        #expect(received.payloads.count == count)
+        for (index, payload) in received.payloads.enumerated() where payload != Self.payload(index) {
+            Issue.record("message \(index) arrived as \(payload.count) bytes starting \(Array(payload.prefix(4)))")
+            break
         }
     }
 }
@@ -105,6 +166,20 @@ private final class SlowSubscriber: Sendable {
     let descriptor: CInt
     /// Reading starts when this is signalled (or after 30 s).
     let startGate = DispatchSemaphore(value: 0)
+    private let arrived = Atomic<Int>(0)
+
+    /// How many PUBLISHes have arrived so far.
+    var receivedCount: Int { arrived.load(ordering: .acquiring) }
+
+    /// Waits (polling every millisecond) until `count` PUBLISHes have arrived; false if they have not within `limit`.
+    func waitUntilReceived(_ count: Int, within limit: Duration) async throws -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while receivedCount < count {
+            guard ContinuousClock.now < deadline else { return false }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        return true
+    }
 
     init(port: Int, topic: String) throws {
         descriptor = try rawSubscriberSocket(port: port, clientID: "direct-sub", topic: topic, qos: .atLeastOnce)
@@ -153,6 +228,7 @@ private final class SlowSubscriber: Sendable {
                 while let packet = try decoder.decode(from: &input) {
                     guard case .publish(let publish) = packet else { continue }  // CONNACK, SUBACK
                     received.payloads.append(Array(publish.payload.readableBytesView))
+                    arrived.add(1, ordering: .releasing)
                     guard let packetID = publish.packetID, publish.qos == .atLeastOnce, !publish.dup else {
                         received.error = "message \(received.payloads.count - 1) came with QoS \(publish.qos), dup \(publish.dup)"
                         return received
