@@ -229,8 +229,9 @@ public final class MQTTBrokerServer: Service, Sendable {
     /// socket's last buffer for reuse) and grow four-fold per read that fills them, up to 64 KiB.
     static let receiveBufferSizing = ReceiveBufferSizing(minimum: 64, initial: 64, maximum: 65536)
 
-    /// Every broker socket is unwritable from its first unwritten byte until NIO's write queue is empty again
-    /// (unwritable above `high`, writable again below `low`; every MQTT packet has at least two bytes). So right
+    /// Every broker socket is unwritable from its first unwritten packet until NIO's write queue is empty again
+    /// (unwritable above `high`, writable again below `low`; every MQTT packet has at least two bytes, and the one
+    /// way NIO gets a single byte, a direct write's leftover, is tracked by ``DirectSocketWriter``). So right
     /// after a flush, `isWritable` tells whether the kernel took everything (``PipelineChannel/flush(reportingWritten:to:)``):
     /// an atomic load, where asking for `bufferedWritableBytes` costs a chain of dynamic casts on every flush.
     /// The broker bounds unwritten output itself (``PendingOutputGate``), so it needs no watermark of NIO's.

@@ -147,7 +147,7 @@ final class PipelineChannel {
         }
         context.writeAndFlush(NIOAny(last), promise: nil)
         // Writable right after the flush: nothing is left in NIO's queue (the broker's sockets are unwritable from
-        // their first queued byte, ``MQTTBrokerServer/writabilityMeansNothingQueued``). A closed channel's queue
+        // their first queued packet, ``MQTTBrokerServer/writabilityMeansNothingQueued``). A closed channel's queue
         // was failed, which counts as written, as a failed promise did.
         guard !context.channel.isWritable && context.channel.isActive else {
             // NIO let go of the written bytes, so `last` is the only reference left: handing it over (not a
