@@ -152,15 +152,13 @@ public final class RunningBroker: @unchecked Sendable {
         (try? String(contentsOf: directory.appendingPathComponent("mosquitto.log"), encoding: .utf8)) ?? ""
     }
 
-    /// Waits until mosquitto listens on its port: until the listener is its own, not another test's broker that
-    /// took the port between the probe and mosquitto's bind (mosquitto then exits, and the caller tries a new
-    /// port).
+    /// Waits until mosquitto listens on its port: until the listening socket there is its own, not another test's
+    /// broker's that took the port between the probe and mosquitto's bind (mosquitto then exits, and the caller
+    /// tries a new port). A listening socket accepts connections into its backlog, so no probe connection is needed.
     private func waitUntilListening() async throws {
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
-            if let process, canConnect(port: port), listener(port: port, isHeldBy: process.processIdentifier) {
-                return
-            }
+            if let process, listener(port: port, isHeldBy: process.processIdentifier) { return }
             if let process, !process.isRunning {
                 throw HarnessError("broker exited with \(process.terminationStatus): \(log)")
             }

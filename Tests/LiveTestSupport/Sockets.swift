@@ -35,13 +35,6 @@ private func boundSocket(listening: Bool) throws -> (descriptor: Int32, port: In
     return (fd, Int(UInt16(bigEndian: address.sin_port)))
 }
 
-/// Whether something accepts TCP connections on 127.0.0.1:`port`.
-public func canConnect(port: Int) -> Bool {
-    guard let fd = try? connectedSocket(port: port) else { return false }
-    close(fd)
-    return true
-}
-
 /// A blocking socket connected to 127.0.0.1:`port`; the caller closes it. A `receiveBufferSize` is set before
 /// connecting, so that the window the socket advertises stays that small (a client that reads slowly, or not at all).
 public func connectedSocket(port: Int, receiveBufferSize: Int32? = nil) throws -> Int32 {
@@ -95,7 +88,7 @@ public func listener(port: Int, isHeldBy pid: Int32) -> Bool {
 
 /// The whole of a file read with `read(2)` until its end: a `/proc` file reports size 0 and is produced a page at a
 /// time, and Foundation's readers can stop after the first page.
-func readWholeFile(_ path: String) -> String? {
+private func readWholeFile(_ path: String) -> String? {
     let descriptor = open(path, O_RDONLY | O_CLOEXEC)
     guard descriptor >= 0 else { return nil }
     defer { close(descriptor) }
