@@ -11,6 +11,13 @@ public func freePort() throws -> Int {
     return port
 }
 
+/// A port of 127.0.0.1 where nothing listens, held by a socket that is bound but not listening: a connection to it
+/// is refused, and no other socket (another test's broker binding port 0) can take the port while `descriptor` is
+/// open, as it could take a ``freePort()``. The caller closes the descriptor.
+public func refusingPort() throws -> (descriptor: Int32, port: Int) {
+    try boundSocket(listening: false)
+}
+
 /// A socket listening on 127.0.0.1 at a port the kernel chose, and that port; the caller closes it.
 public func listeningSocket() throws -> (descriptor: Int32, port: Int) {
     try boundSocket(listening: true)

@@ -55,7 +55,8 @@ struct ConnectionTests {
 
     @Test("nothing listening gives connectionRefused; a bad host name gives dnsFailure")
     func networkErrors() async throws {
-        let port = try freePort()
+        let (held, port) = try refusingPort()
+        defer { close(held) }
         let client = try MQTTClient(configuration: MQTTClientConfiguration(clientID: uniqueID("nr"), port: port))
         await #expect(throws: MQTTClientError.connectionRefused) {
             try await withTimeout(.seconds(5), "connect") { try await client.connect() }

@@ -21,7 +21,9 @@ struct HarnessTests {
                 #expect(!listener(port: ours.port, isHeldBy: mosquittoPID))
             }
         }
-        let unused = try freePort()
+        let (held, unused) = try refusingPort()
+        defer { close(held) }
+        // Bound by this process, but not listening: no listener to attribute.
         #expect(!listener(port: unused, isHeldBy: getpid()))
     }
 }

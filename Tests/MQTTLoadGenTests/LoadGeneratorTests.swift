@@ -3,6 +3,10 @@ import MQTTCore
 import MQTTLoadGen
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Runs the generator against a real mosquitto started per test.
 @Suite("Load generator against mosquitto", .timeLimit(.minutes(1)))
 struct LoadGeneratorTests {
@@ -124,7 +128,9 @@ struct LoadGeneratorTests {
     @Test("a broker that is not there is a typed error, quickly")
     func noBroker() async throws {
         var config = LoadGenConfig(scenario: .fanout)
-        config.port = try freePort()
+        let (held, port) = try refusingPort()
+        defer { close(held) }
+        config.port = port
         config.connectTimeout = 2
         await #expect(throws: LoadGenError.self) { try await LoadGenerator.run(config) }
     }
