@@ -1,7 +1,7 @@
-"""`NIORelayFloor`, the latency floor the README compares the broker with: the load generator's pairs run
-goes through it at QoS 0 and 1, with and without the broker's three ways of writing, losing nothing; a
-malformed remaining length closes only that connection. Skipped without MQTTCHAT_BIN (the relay is built
-beside it)."""
+"""`NIORelayFloor`, the latency floor `docs/benchmarks.md` compares the broker with: the load generator's
+pairs run goes through it at QoS 0 and 1, with and without the broker's three ways of writing, losing
+nothing; a malformed remaining length closes only that connection. Skipped without MQTTCHAT_BIN (the relay
+is built beside it)."""
 import json
 import os
 import socket
