@@ -33,10 +33,8 @@ func withTimeout<T: Sendable>(
     let task = Task {
         do { box.set(.success(try await operation())) } catch { box.set(.failure(error)) }
     }
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if let result = box.value { return try result.get() }
-        try await Task.sleep(for: .milliseconds(5))
+    if try await poll(every: .milliseconds(5), for: timeout, until: { box.value != nil }), let result = box.value {
+        return try result.get()
     }
     task.cancel()
     throw HarnessError("timed out after \(timeout): \(what)")

@@ -26,4 +26,23 @@ struct HarnessTests {
         // Bound by this process, but not listening: no listener to attribute.
         #expect(!listener(port: unused, isHeldBy: getpid()))
     }
+
+    /// The live tests' bounded waits (`withTimeout`, `eventually`, `waitForSubscriptions`) go through `poll`. A
+    /// process starved past the deadline must still see what happened while it slept: here the condition turns true
+    /// on the second look, and the first sleep (100 ms) outlasts the limit (30 ms), as when the awaited work finished
+    /// during the last sleep.
+    @Test("a bounded wait looks once more after its deadline")
+    func pollLooksAfterTheDeadline() async throws {
+        var looks = 0
+        let held = try await poll(every: .milliseconds(100), for: .milliseconds(30)) {
+            looks += 1
+            return looks >= 2
+        }
+        #expect(held)
+        #expect(looks == 2)
+        // A condition that never holds still ends, false, after its limit.
+        let start = ContinuousClock.now
+        #expect(try await !poll(every: .milliseconds(5), for: .milliseconds(50)) { false })
+        #expect(ContinuousClock.now - start >= .milliseconds(50))
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import LiveTestSupport
 import MQTTCore
 import NIOCore
 import Testing
@@ -18,12 +19,7 @@ struct ParkingLiveTests {
         _ server: MQTTBrokerServer, timeout: Duration = .seconds(5),
         _ condition: @escaping @Sendable (BrokerCore) -> Bool
     ) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await server.withCore(condition) == true { return true }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        return false
+        try await poll(every: .milliseconds(10), for: timeout) { try await server.withCore(condition) == true }
     }
 
     func parkingBroker<T>(

@@ -1,4 +1,5 @@
 import Foundation
+import LiveTestSupport
 import Logging
 import NIOCore
 import NIOPosix
@@ -53,12 +54,7 @@ func withLiveBroker<T>(
 extension MQTTBrokerServer {
     /// Waits (bounded) until the broker holds `count` subscriptions, so a test knows a subscriber is ready.
     func waitForSubscriptions(_ count: Int, timeout: Duration = .seconds(5)) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await withCore({ $0.subscriptionCount }) == count { return true }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return false
+        try await poll(every: .milliseconds(20), for: timeout) { try await withCore({ $0.subscriptionCount }) == count }
     }
 }
 

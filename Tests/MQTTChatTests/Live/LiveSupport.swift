@@ -1,4 +1,5 @@
 import Foundation
+import LiveTestSupport
 import MQTTChat
 import MQTTClient
 
@@ -34,12 +35,7 @@ actor EventCollector {
 
 /// Waits (bounded) until `condition` holds.
 func eventually(timeout: Duration = .seconds(5), _ condition: @Sendable () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return await condition()
+    (try? await poll(every: .milliseconds(20), for: timeout) { await condition() }) ?? false
 }
 
 /// A chat client for a test broker: in-memory history, no heartbeats unless asked, no reconnect surprises.
