@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compares our broker (`mqttchat broker`) with mosquitto under identical limits, using `mqttchat bench`.
 #
-#   scripts/bench-broker.sh            # 3 repetitions of every run, medians and ratios (ours / mosquitto)
+#   scripts/bench-broker.sh            # 3 repetitions of every run: medians, ratios (ours / mosquitto) and each repetition's ratio
 #   scripts/bench-broker.sh --quick    # 1 short repetition
 #   options: --repeat R  --no-build  --keep (keep the temp dir with broker logs and raw JSON)
 #   env: MQTTCHAT_BIN=path (skip the build and use this binary)
@@ -311,6 +311,23 @@ def metric(name, results):
         "n": len(ok), "failed": len(results) - len(ok),
     }
 
+def per_repetition(name, by):
+    """ours / mosquitto in each repetition (the runs alternate, so repetition i of each ran side by side): the
+    spread a median hides. Throughput, or p99 for the latency runs; None with fewer than two repetitions."""
+    if len(by["ours"]) < 2:
+        return None
+    def figure(result):
+        if result is None:
+            return None
+        if name.startswith("latency"):
+            return (result.get("latency") or {}).get("p99Micros")
+        return result["deliveredPerSecond"]
+    ratios = []
+    for ours, mosquitto in zip(by["ours"], by["mosquitto"]):
+        a, b = figure(ours), figure(mosquitto)
+        ratios.append(f"{a / b:.2f}" if a is not None and b else "n/a")
+    return ratios
+
 def fmt(v, unit="", decimals=0):
     if v is None:
         return "n/a"
@@ -344,6 +361,10 @@ for name, by in rows.items():
     if extra_label:
         print(f"{'':<16} {extra_label:<22} {fmt(val(o,'extra')):>14} {fmt(val(m,'extra')):>14} "
               f"{ratio(val(o,'extra'), val(m,'extra')):>7}")
+    repetitions = per_repetition(name, by) if name != "idle" else None
+    if repetitions:
+        label = "p99 ratio per rep." if name.startswith("latency") else "ratio per repetition"
+        print(f"{'':<16} {label:<22} " + " ".join(f"{r:>6}" for r in repetitions))
     if name != "idle" and (val(o, "cpu") is not None or val(m, "cpu") is not None):
         def percents(key):
             return "/".join("n/a" if val(x, key) is None else f"{val(x, key) * 100:.0f}%" for x in (o, m))
