@@ -113,6 +113,10 @@ struct DirectSendLiveTests {
             $0.maxQueuedMessages = 10_000
             $0.maxPendingOutputBytes = 64 << 20
             $0.slowConsumerTimeout = nil
+            // The subscriber is silent until told to read. On a loaded machine the set-up takes longer than the
+            // default parking delay, and a parked subscriber is off its channel: no direct writes to test, and its
+            // descriptor changes hands while the test sets its send buffer.
+            $0.parkIdleConnectionsAfter = .seconds(600)
         }) { server, address in
             let port = try #require(address.port)
             var earlier: [RawConnection] = []
