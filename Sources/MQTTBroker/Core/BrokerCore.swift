@@ -200,22 +200,26 @@ final class BrokerCore {
     /// (MQTT-3.3.1-9). An empty retained message deletes the stored one and is still forwarded.
     /// `publisher` is the connection the message came from, if any: it is paused when the message leaves an online
     /// session's queue above its high watermark (publisher back-pressure, see ``PublisherBackpressure``).
-    func route(_ message: BrokerMessage, from publisher: BrokerConnectionHandler? = nil) {
+    func route(_ message: consuming BrokerMessage, from publisher: BrokerConnectionHandler? = nil) {
+        // Taken, not borrowed, and changed in place: a copy of the message here costs a retain and a release of its
+        // topic and payload per publish.
         // QoS 1/2 and retained messages may be kept (in flight, queued, retained): not as slices of a read buffer.
-        let mayBeKept = message.qos != .atMostOnce || message.retain || configuration.queueQoS0Messages
-        let message = mayBeKept ? message.compactedForKeeping() : message
+        if message.qos != .atMostOnce || message.retain || configuration.queueQoS0Messages {
+            message.compactForKeeping()
+        }
         if message.retain {
             retainedStore.apply(message)
             persistence?.retainedChanged(message)  // [persist]
+            message.retain = false  // forwarded with RETAIN cleared (MQTT-3.3.1-9)
         }
-        var forwarded = message
-        forwarded.retain = false
-        var recorder = persistence?.routeRecorder(for: &forwarded)  // [persist] records persistent targets
+        var recorder = persistence?.routeRecorder(for: &message)  // [persist] records persistent targets
+        // A `let` the closure below borrows; it would copy a `var` it captured for every session it enqueues to.
+        let forwarded = consume message
         var sharedQoS0: PublishEncoding.Encoded?
-        subscriptionIndex.forEachMatch(topic: message.topic) { key, grantedQoS in
+        subscriptionIndex.forEachMatch(topic: forwarded.topic) { key, grantedQoS in
             guard let session = sessionsByKey[key] else { return }
-            guard session.accessPolicy.mayReceive(message.topic) else { return }  // [auth] read ACL per message
-            let qos = min(message.qos, grantedQoS)
+            guard session.accessPolicy.mayReceive(forwarded.topic) else { return }  // [auth] read ACL per message
+            let qos = min(forwarded.qos, grantedQoS)
             switch session.outbound.enqueue(forwarded, qos: qos, retain: false) {
             case .send(let delivery):
                 if recorder?.handles(delivery, for: session) == true { return }  // [persist]

@@ -7,7 +7,7 @@ struct BrokerMessage: Sendable, Hashable {
     /// The topic name the message was published to.
     var topic: String
     /// The payload: a slice of the buffer it arrived in, or its own copy once the message is kept (see
-    /// ``compactedForKeeping()``).
+    /// ``compactForKeeping()``).
     var payload: ByteBuffer
     /// The QoS it was published with; each delivery uses `min(qos, granted QoS)`.
     var qos: QoS
@@ -27,12 +27,13 @@ struct BrokerMessage: Sendable, Hashable {
     /// the read buffer for as long as it is kept, and make `max_queued_*` bounds understate the memory they allow.
     /// Such messages get their own exact-size copy (a copy of the payload's bytes, once per publish, not per
     /// subscriber).
-    func compactedForKeeping() -> BrokerMessage {
-        guard payload.storageCapacity > payload.readableBytes + Self.compactionSlack else { return self }
-        var copy = self
+    ///
+    /// In place: routing compacts the message it was handed, so making a compacted copy would copy the whole message
+    /// (topic and payload retained, then released) on every publish.
+    mutating func compactForKeeping() {
+        guard payload.storageCapacity > payload.readableBytes + Self.compactionSlack else { return }
         var buffer = ByteBufferAllocator().buffer(capacity: payload.readableBytes)
         buffer.writeImmutableBuffer(payload)
-        copy.payload = buffer
-        return copy
+        payload = buffer
     }
 }

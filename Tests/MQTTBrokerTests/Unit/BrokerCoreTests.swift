@@ -227,6 +227,29 @@ struct BrokerCoreTests {
         #expect(!queued.dup && String(buffer: queued.payload) == "queued")
     }
 
+    @Test("a routed message that is kept (queued for an offline session, retained) does not pin the read buffer")
+    func keptMessagesDoNotPinTheReadBuffer() throws {
+        let broker = EmbeddedBroker()
+        let (subscriber, _) = try broker.connect(ConnectPacket(cleanSession: false, clientIdentifier: "offline"))
+        _ = try subscribe(subscriber, "kept", qos: .atLeastOnce)
+        subscriber.dropConnection()
+        let (publisher, _) = try broker.connect(ConnectPacket(clientIdentifier: "p"))
+
+        // The PUBLISH arrives in a 64 KiB read buffer; its decoded payload is a 16-byte slice of it.
+        var readBuffer = ByteBufferAllocator().buffer(capacity: 65536)
+        let publish = PublishPacket(
+            topic: "kept", payload: payload("sixteen bytes!!!"), qos: .atLeastOnce, retain: true, packetID: 3)
+        try MQTTPacketEncoder.encode(.publish(publish), into: &readBuffer)
+        try publisher.channel.writeInbound(readBuffer)
+
+        let limit = 16 + BrokerMessage.compactionSlack
+        let queued = try #require(broker.core.session(forClientID: "offline")?.outbound.queue.first)
+        #expect(String(buffer: queued.message.payload) == "sixteen bytes!!!")
+        #expect(queued.message.payload.storageCapacity <= limit)
+        let retained = try #require(broker.core.retainedStore.message(forTopic: "kept"))
+        #expect(retained.payload.storageCapacity <= limit)
+    }
+
     @Test("PUBREL is re-sent on resume for a message already in PUBREC-received state")
     func resumeResendsPubRel() throws {
         let broker = EmbeddedBroker()
