@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compares our broker (`mqttchat broker`) with mosquitto under identical limits, using `mqttchat bench`.
 #
-#   scripts/bench-broker.sh            # 3 repetitions of every run: medians, ratios (ours / mosquitto) and each repetition's ratio
+#   scripts/bench-broker.sh            # 3 repetitions of every run: medians, ratios (ours / mosquitto) and
+#                                      # each repetition's ratio
 #   scripts/bench-broker.sh --quick    # 1 short repetition
 #   options: --repeat R  --no-build  --keep (keep the temp dir with broker logs and raw JSON)
 #   env: MQTTCHAT_BIN=path (skip the build and use this binary)
@@ -33,7 +34,7 @@ while [ $# -gt 0 ]; do
     --repeat) REPEAT="$2"; shift ;;
     --no-build) BUILD=0 ;;
     --keep) KEEP=1 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
   shift
@@ -363,8 +364,8 @@ for name, by in rows.items():
               f"{ratio(val(o,'extra'), val(m,'extra')):>7}")
     repetitions = per_repetition(name, by) if name != "idle" else None
     if repetitions:
-        label = "p99 ratio per rep." if name.startswith("latency") else "ratio per repetition"
-        print(f"{'':<16} {label:<22} " + " ".join(f"{r:>6}" for r in repetitions))
+        repetition_label = "p99 ratio per rep." if name.startswith("latency") else "ratio per repetition"
+        print(f"{'':<16} {repetition_label:<22} " + " ".join(f"{r:>6}" for r in repetitions))
     if name != "idle" and (val(o, "cpu") is not None or val(m, "cpu") is not None):
         def percents(key):
             return "/".join("n/a" if val(x, key) is None else f"{val(x, key) * 100:.0f}%" for x in (o, m))

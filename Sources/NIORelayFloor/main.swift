@@ -1,4 +1,5 @@
-// The latency floor of an MQTT forwarder on SwiftNIO, to compare the broker's latency with (docs/benchmarks.md, Known gaps: Latency).
+// The latency floor of an MQTT forwarder on SwiftNIO, to compare the broker's latency with (docs/benchmarks.md,
+// Known gaps: Latency).
 //
 // One event loop and one channel per connection, like the broker, and nothing else: CONNECT is accepted,
 // SUBSCRIBE registers exact topic filters, a PUBLISH is forwarded byte for byte to the subscribers of its topic and

@@ -155,8 +155,8 @@ extension BrokerCore {
     /// QoS 0) to `connection`: at once without persistence (no closure, no allocation), otherwise once the message is
     /// durable when it must be (see ``PersistenceStore/accept(_:from:qos2PacketID:routable:core:acknowledge:)``).
     func acceptPublish(
-        _ message: consuming BrokerMessage, from session: BrokerSession, routable: Bool, acknowledgement: MQTTAcknowledgement?,
-        via connection: BrokerConnectionHandler
+        _ message: consuming BrokerMessage, from session: BrokerSession, routable: Bool,
+        acknowledgement: MQTTAcknowledgement?, via connection: BrokerConnectionHandler
     ) {
         guard let persistence else {
             if routable { route(message, from: connection) }
