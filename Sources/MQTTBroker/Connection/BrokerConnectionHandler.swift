@@ -374,7 +374,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         }
     }
 
-    // MARK: Packet handlers
+    // MARK: Packet handlers (PUBLISH and the acknowledgements in +Publish, SUBSCRIBE and UNSUBSCRIBE in +Subscribe)
 
     private func handleConnect(_ connect: ConnectPacket) {
         protocolVersion = connect.protocolVersion
@@ -419,130 +419,14 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         }
     }
 
-    private func handlePublish(_ publish: PublishPacket) {
-        guard let session = attachedSession() else { return }
-        core.statistics.publishReceived += 1
-        guard publish.qos <= core.configuration.maxQoS else {
-            close(.protocolViolation(.qosNotSupported(publish.qos)))
-            return
-        }
-        let message = BrokerMessage(
-            topic: publish.topic,
-            payload: publish.payload,
-            qos: publish.qos,
-            retain: publish.retain && core.configuration.retainAvailable
-        )
-        // Clients may not write the broker's own statistics: acknowledged, not routed.
-        let routable = !MQTTTopic.isSystemTopic(publish.topic) && session.accessPolicy.mayPublish(to: publish.topic)  // [auth]
-        if !routable {
-            logger.notice("PUBLISH ignored: $SYS topic or acl denies write", metadata: ["topic": "\(publish.topic)"])
-        }
-        // [persist] acceptPublish routes and acknowledges at once, or once the message is durable.
-        switch publish.qos {
-        case .atMostOnce:
-            core.acceptPublish(message, from: session, routable: routable, acknowledgement: nil, via: self)
-        case .atLeastOnce:
-            guard let packetID = publish.packetID else {
-                close(.protocolViolation(.missingPacketID))
-                return
-            }
-            core.acceptPublish(message, from: session, routable: routable, acknowledgement: MQTTAcknowledgement(.puback, packetID: packetID), via: self)
-        case .exactlyOnce:
-            guard let packetID = publish.packetID else {
-                close(.protocolViolation(.missingPacketID))
-                return
-            }
-            let pubrec = MQTTAcknowledgement(.pubrec, packetID: packetID)
-            if session.inboundQoS2.publishReceived(packetID: packetID) {
-                core.acceptPublish(message, from: session, routable: routable, acknowledgement: pubrec, via: self)
-            } else {
-                core.writeWhenDurable(pubrec, via: self)  // a duplicate: PUBREC once the original is durable
-            }
-        }
-    }
-
-    private func handlePubAck(_ puback: PubAckPacket) {
-        guard let session = attachedSession() else { return }
-        core.acknowledged(.puback, packetID: puback.packetID, by: session)
-    }
-
-    private func handlePubRec(_ pubrec: PubRecPacket) {
-        guard let session = attachedSession() else { return }
-        core.acknowledged(.pubrec, packetID: pubrec.packetID, by: session)
-    }
-
-    private func handlePubRel(_ pubrel: PubRelPacket) {
-        guard let session = attachedSession() else { return }
-        core.releaseInboundQoS2(session, packetID: pubrel.packetID, via: self)  // [persist] PUBCOMP once durable
-    }
-
-    private func handlePubComp(_ pubcomp: PubCompPacket) {
-        guard let session = attachedSession() else { return }
-        core.acknowledged(.pubcomp, packetID: pubcomp.packetID, by: session)
-    }
-
-    /// The number of levels in a topic filter ("a/b/#" has 3).
-    static func levelCount(of filter: String) -> Int {
-        filter.utf8.reduce(1) { $1 == UInt8(ascii: "/") ? $0 + 1 : $0 }
-    }
-
-    private func handleSubscribe(_ subscribe: SubscribePacket) {
-        guard let session = attachedSession() else { return }
-        var returnCodes: [SubAckReturnCode] = []
-        var accepted: [(filter: String, qos: QoS)] = []
-        returnCodes.reserveCapacity(subscribe.subscriptions.count)
-        for request in subscribe.subscriptions {
-            do {
-                try MQTTTopic.validateFilter(request.topicFilter)
-            } catch {
-                logger.notice("SUBSCRIBE refused", metadata: ["filter": "\(request.topicFilter)", "error": "\(error)"])
-                returnCodes.append(.failure)
-                continue
-            }
-            // The subscription trie is as deep as the deepest filter; bounding the depth bounds the work (and the
-            // recursion) of every later match and removal.
-            guard Self.levelCount(of: request.topicFilter) <= core.configuration.maxTopicLevels else {
-                logger.notice(
-                    "SUBSCRIBE refused: too many topic levels",
-                    metadata: ["maximum": "\(core.configuration.maxTopicLevels)"])
-                returnCodes.append(.failure)
-                continue
-            }
-            // [auth] read ACL: the whole filter must be readable (ClientAccessPolicy.maySubscribe).
-            guard session.accessPolicy.maySubscribe(to: request.topicFilter) else {
-                logger.notice("SUBSCRIBE refused: acl denies read", metadata: ["filter": "\(request.topicFilter)"])
-                returnCodes.append(.failure)
-                continue
-            }
-            let granted = min(request.qos, core.configuration.maxQoS)
-            core.subscribe(session, to: request.topicFilter, qos: granted)
-            returnCodes.append(.granted(granted))
-            accepted.append((request.topicFilter, granted))
-            logger.debug("subscribed", metadata: ["filter": "\(request.topicFilter)", "qos": "\(granted.rawValue)"])
-        }
-        core.whenDurable { [self] in  // [persist] SUBACK once the subscriptions are durable
-            write(.suback(SubAckPacket(packetID: subscribe.packetID, returnCodes: returnCodes)))
-            for (filter, qos) in accepted {
-                core.deliverRetained(matching: filter, grantedQoS: qos, to: session)
-            }
-        }
-    }
-
-    private func handleUnsubscribe(_ unsubscribe: UnsubscribePacket) {
-        guard let session = attachedSession() else { return }
-        for filter in unsubscribe.topicFilters {
-            core.unsubscribe(session, from: filter)
-        }
-        core.whenDurable { [self] in write(.unsuback(UnsubAckPacket(packetID: unsubscribe.packetID))) }  // [persist]
-    }
-
-    private func handlePingReq() {
+    /// PINGREQ: answered with PINGRESP at once.
+    func handlePingReq() {
         write(.pingresp(PingRespPacket()))
     }
 
     /// The session of a connected client. The state machine only lets packets other than CONNECT through after
     /// CONNECT was accepted, so a missing session means the connection is being torn down.
-    private func attachedSession() -> BrokerSession? {
+    func attachedSession() -> BrokerSession? {
         guard let session else {
             close(.connectionLost)
             return nil
