@@ -3,7 +3,8 @@
 
     scripts/bench-ab.py [--reps N] [--gen BIN] [--args "BENCH ARGS"] BROKER...
 
-BROKER is a path to an `mqttchat` binary or the word `mosquitto`. Each repetition runs every broker once, in
+BROKER is a path to an `mqttchat` binary, the word `mosquitto`, or a path to a `NIORelayFloor` binary (the
+latency floor of a forwarder on SwiftNIO; pairs at QoS 0 or 1 only). Each repetition runs every broker once, in
 turn, so slow spells of a shared host fall on all of them alike. Every broker is started for its run (pinned to
 core 0, the generator to core 1, as in bench-broker.sh) and stopped after it.
 
@@ -53,6 +54,12 @@ def wait_port(port, proc, limit=10.0):
     return False
 
 
+def is_relay_floor(broker):
+    """Whether `broker` is a `NIORelayFloor` binary: the latency floor of a forwarder on SwiftNIO with no broker
+    logic (pairs at QoS 0 or 1 only; see Sources/NIORelayFloor/main.swift)."""
+    return os.path.basename(broker).startswith("NIORelayFloor")
+
+
 def start_broker(broker, tmp, extra_conf=""):
     port = free_port()
     conf = os.path.join(tmp, "broker.conf")
@@ -62,10 +69,11 @@ def start_broker(broker, tmp, extra_conf=""):
         if broker == "mosquitto":
             f.write("set_tcp_nodelay true\n")
     if broker == "mosquitto":
-        binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+        cmd = [shutil.which("mosquitto") or "/usr/sbin/mosquitto", "-c", conf]
+    elif is_relay_floor(broker):
+        cmd = [broker, str(port)]  # no config: it takes its port, and forwards without limits
     else:
-        binary = broker
-    cmd = [binary, "-c", conf] if broker == "mosquitto" else [binary, "broker", "-c", conf]
+        cmd = [broker, "broker", "-c", conf]
     log = open(os.path.join(tmp, "broker.log"), "w")
     proc = subprocess.Popen(["taskset", "-c", "0"] + cmd, stdout=log, stderr=subprocess.STDOUT)
     if not wait_port(port, proc):
@@ -105,9 +113,9 @@ def main():
                         help="a config line added for every broker (repeatable), e.g. 'max_queued_messages 1000'")
     parser.add_argument("brokers", nargs="+")
     opts = parser.parse_args()
-    gen = opts.gen or next((b for b in opts.brokers if b != "mosquitto"), None)
+    gen = opts.gen or next((b for b in opts.brokers if b != "mosquitto" and not is_relay_floor(b)), None)
     if gen is None:
-        sys.exit("bench-ab: give --gen when every broker is mosquitto")
+        sys.exit("bench-ab: give --gen when no broker is an mqttchat binary")
     results = {b: [] for b in opts.brokers}
     with tempfile.TemporaryDirectory(prefix="bench-ab.") as tmp:
         for rep in range(opts.reps):
