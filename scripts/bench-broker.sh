@@ -275,7 +275,8 @@ done
 
 # --- summary ------------------------------------------------------------------------------------------------
 echo
-echo "Broker comparison: medians of $REPEAT repetition(s) (latency: $((REPEAT * LATENCY_RUNS)) alternating pairs); $PINNING."
+echo "Broker comparison: medians of $REPEAT repetition(s) (latency: $((REPEAT * LATENCY_RUNS)) alternating pairs);"
+echo "$PINNING."
 echo "Limits for both: max_inflight_messages $INFLIGHT, max_queued_messages 100000 (mosquitto also set_tcp_nodelay true)."
 echo "Every run starts once both brokers have been idle for 0.4 s (at most 30 s of waiting)."
 echo "Idle: $IDLE_CONNECTIONS connections per run, each run on a freshly started broker."

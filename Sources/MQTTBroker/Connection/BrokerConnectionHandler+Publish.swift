@@ -20,7 +20,8 @@ extension BrokerConnectionHandler {
             retain: publish.retain && core.configuration.retainAvailable
         )
         // Clients may not write the broker's own statistics: acknowledged, not routed.
-        let routable = !MQTTTopic.isSystemTopic(publish.topic) && session.accessPolicy.mayPublish(to: publish.topic)  // [auth]
+        let routable =
+            !MQTTTopic.isSystemTopic(publish.topic) && session.accessPolicy.mayPublish(to: publish.topic)  // [auth]
         if !routable {
             logger.notice("PUBLISH ignored: $SYS topic or acl denies write", metadata: ["topic": "\(publish.topic)"])
         }
@@ -33,7 +34,8 @@ extension BrokerConnectionHandler {
                 close(.protocolViolation(.missingPacketID))
                 return
             }
-            core.acceptPublish(message, from: session, routable: routable, acknowledgement: MQTTAcknowledgement(.puback, packetID: packetID), via: self)
+            let puback = MQTTAcknowledgement(.puback, packetID: packetID)
+            core.acceptPublish(message, from: session, routable: routable, acknowledgement: puback, via: self)
         case .exactlyOnce:
             guard let packetID = publish.packetID else {
                 close(.protocolViolation(.missingPacketID))
