@@ -26,27 +26,21 @@ extension BrokerConnectionHandler {
             logger.notice("PUBLISH ignored: $SYS topic or acl denies write", metadata: ["topic": "\(publish.topic)"])
         }
         // [persist] acceptPublish routes and acknowledges at once, or once the message is durable.
-        switch publish.qos {
-        case .atMostOnce:
+        switch (publish.qos, publish.packetID) {
+        case (.atMostOnce, _):
             core.acceptPublish(message, from: session, routable: routable, acknowledgement: nil, via: self)
-        case .atLeastOnce:
-            guard let packetID = publish.packetID else {
-                close(.protocolViolation(.missingPacketID))
-                return
-            }
+        case (.atLeastOnce, let packetID?):
             let puback = MQTTAcknowledgement(.puback, packetID: packetID)
             core.acceptPublish(message, from: session, routable: routable, acknowledgement: puback, via: self)
-        case .exactlyOnce:
-            guard let packetID = publish.packetID else {
-                close(.protocolViolation(.missingPacketID))
-                return
-            }
+        case (.exactlyOnce, let packetID?):
             let pubrec = MQTTAcknowledgement(.pubrec, packetID: packetID)
             if session.inboundQoS2.publishReceived(packetID: packetID) {
                 core.acceptPublish(message, from: session, routable: routable, acknowledgement: pubrec, via: self)
             } else {
                 core.writeWhenDurable(pubrec, via: self)  // a duplicate: PUBREC once the original is durable
             }
+        case (.atLeastOnce, nil), (.exactlyOnce, nil):  // the decoder reads one for QoS 1/2; checked, not assumed
+            close(.protocolViolation(.missingPacketID))
         }
     }
 
