@@ -147,6 +147,12 @@ let package = Package(
             dependencies: ["MQTTCore", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: strictSettings
         ),
+        // The same forwarder on a transport of its own (one epoll loop, no SwiftNIO): what leaving NIO could buy.
+        .executableTarget(
+            name: "EpollRelayFloor",
+            dependencies: ["CLinuxSockets"],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "FuzzPacketDecoder",
             dependencies: ["MQTTCore", .product(name: "NIOCore", package: "swift-nio")],

@@ -1,7 +1,8 @@
-"""`NIORelayFloor`, the latency floor `docs/benchmarks.md` compares the broker with: the load generator's
-pairs run goes through it at QoS 0 and 1, with and without the broker's three ways of writing, losing
-nothing; a malformed remaining length closes only that connection. Skipped without MQTTCHAT_BIN (the relay
-is built beside it)."""
+"""The latency floors `docs/benchmarks.md` compares the broker with: `NIORelayFloor` (a forwarder on SwiftNIO)
+and `EpollRelayFloor` (the same forwarder on an epoll loop of its own). The load generator's pairs run goes
+through each at QoS 0 and 1 (through NIORelayFloor also with the broker's three ways of writing), losing
+nothing; a malformed remaining length closes only that connection. Skipped without MQTTCHAT_BIN (the relays
+are built beside it)."""
 import json
 import os
 import socket
@@ -14,15 +15,18 @@ from conftest import free_port, mqttchat_bin
 import mqtt_raw as raw
 
 
+RELAYS = ["NIORelayFloor", "EpollRelayFloor"]
+
+
 @pytest.fixture
 def start_relay():
     binary = mqttchat_bin()
-    relay = os.path.join(os.path.dirname(binary), "NIORelayFloor") if binary else None
-    if not relay or not os.path.isfile(relay):
-        pytest.skip("MQTTCHAT_BIN is unset, or NIORelayFloor was not built beside it")
     processes = []
 
-    def start(*options: str) -> int:
+    def start(name: str, *options: str) -> int:
+        relay = os.path.join(os.path.dirname(binary), name) if binary else None
+        if not relay or not os.path.isfile(relay):
+            pytest.skip(f"MQTTCHAT_BIN is unset, or {name} was not built beside it")
         port = free_port()
         process = subprocess.Popen([relay, *options, str(port)], stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL)
@@ -47,11 +51,13 @@ def start_relay():
             process.wait(timeout=5)
 
 
-@pytest.mark.parametrize("options", [(), ("--coalesce", "--defer-acks", "--watermark")],
-                         ids=["plain", "broker-writes"])
+@pytest.mark.parametrize("relay, options", [("NIORelayFloor", ()),
+                                            ("NIORelayFloor", ("--coalesce", "--defer-acks", "--watermark")),
+                                            ("EpollRelayFloor", ())],
+                         ids=["nio-plain", "nio-broker-writes", "epoll"])
 @pytest.mark.parametrize("qos", [0, 1])
-def test_pairs_go_through_the_relay(start_relay, options, qos):
-    port = start_relay(*options)
+def test_pairs_go_through_the_relay(start_relay, relay, options, qos):
+    port = start_relay(relay, *options)
     r = subprocess.run([mqttchat_bin(), "bench", "--port", str(port), "--scenario", "pairs", "--publishers", "4",
                         "--subscribers", "4", "--qos", str(qos), "--rate", "2000", "--duration", "1",
                         "--timeout", "20", "--json"], capture_output=True, text=True, timeout=60)
@@ -63,8 +69,9 @@ def test_pairs_go_through_the_relay(start_relay, options, qos):
     assert result["latency"]["p50Micros"] > 0, result
 
 
-def test_malformed_length_closes_only_that_connection(start_relay):
-    port = start_relay()
+@pytest.mark.parametrize("relay", RELAYS)
+def test_malformed_length_closes_only_that_connection(start_relay, relay):
+    port = start_relay(relay)
     bystander = socket.create_connection(("127.0.0.1", port), timeout=5)
     bad = socket.create_connection(("127.0.0.1", port), timeout=5)
     bad.sendall(b"\x30\xff\xff\xff\xff\x01")  # a fifth remaining-length byte
