@@ -4,6 +4,7 @@
 // Layers (arrows point at what a module depends on):
 //   MQTTCore (packets + codec, NIOCore only) <- MQTTBroker <- mqttchat (CLI)
 //   CLinuxSockets (epoll, eventfd, accept4) <- MQTTBroker
+//   CLinuxSockets <- EpollEventLoop (an EventLoop of our own on epoll) <- EpollRelayFloor
 //   CMosquitto (libmosquitto shim) <- MQTTClient <- MQTTChat <- mqttchat (CLI)
 // The client side never imports the broker.
 import PackageDescription
@@ -38,6 +39,19 @@ let package = Package(
         .target(
             name: "MQTTCore",
             dependencies: [.product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: strictSettings
+        ),
+
+        // MARK: Transport
+        // An EventLoop of our own on epoll: raw descriptors instead of SwiftNIO channels.
+        .target(
+            name: "EpollEventLoop",
+            dependencies: [
+                "CLinuxSockets",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "HeapModule", package: "swift-collections"),
+            ],
             swiftSettings: strictSettings
         ),
 
@@ -186,6 +200,14 @@ let package = Package(
                 "MQTTCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "EpollEventLoopTests",
+            dependencies: [
+                "EpollEventLoop",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         .testTarget(

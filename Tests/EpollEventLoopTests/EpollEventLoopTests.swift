@@ -1,0 +1,172 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import EpollEventLoop
+import NIOConcurrencyHelpers
+import NIOCore
+import Testing
+
+/// Waits for `future` at most `seconds`; nil if it did not complete in time (so a broken loop fails the test
+/// instead of hanging it).
+private func value<T: Sendable>(of future: EventLoopFuture<T>, within seconds: Double = 5) -> Result<T, any Error>? {
+    let result = NIOLockedValueBox<Result<T, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    future.whenComplete { outcome in
+        result.withLockedValue { $0 = outcome }
+        done.signal()
+    }
+    guard done.wait(timeout: .now() + seconds) == .success else { return nil }
+    return result.withLockedValue { $0 }
+}
+
+private func shutDown(_ loop: EpollEventLoop) {
+    let done = DispatchSemaphore(value: 0)
+    loop.shutdownGracefully(queue: .global()) { _ in done.signal() }
+    #expect(done.wait(timeout: .now() + 5) == .success, "the loop did not stop within 5 s")
+}
+
+/// Records the readiness calls of one descriptor; touched on the loop only.
+private final class RecordingHandler: EpollEventHandler, @unchecked Sendable {
+    var reads: [[UInt8]] = []
+    var sawEndOfFile = false
+    var writableCalls = 0
+    var onRead: (() -> Void)?
+    var onWritable: (() -> Void)?
+
+    func descriptorReadable(_ descriptor: CInt) {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        if count > 0 {
+            reads.append(Array(buffer[0..<count]))
+        } else if count == 0 {
+            sawEndOfFile = true
+        }
+        onRead?()
+    }
+
+    func descriptorWritable(_ descriptor: CInt) {
+        writableCalls += 1
+        onWritable?()
+    }
+}
+
+@Suite("EpollEventLoop: tasks, scheduled tasks and descriptors on a loop of our own")
+struct EpollEventLoopTests {
+    @Test("tasks from another thread run on the loop, in the order they were queued")
+    func tasksRunInOrderOnTheLoop() throws {
+        let loop = try EpollEventLoop()
+        defer { shutDown(loop) }
+        #expect(!loop.inEventLoop)
+        let seen = NIOLockedValueBox<[Int]>([])
+        let promise = loop.makePromise(of: Bool.self)
+        for index in 0..<100 {
+            loop.execute {
+                seen.withLockedValue { $0.append(index) }
+                if index == 99 { promise.succeed(loop.inEventLoop) }
+            }
+        }
+        let onLoop = try #require(value(of: promise.futureResult)).get()
+        #expect(onLoop)
+        #expect(seen.withLockedValue { $0 } == Array(0..<100))
+    }
+
+    @Test("a task queued from a task runs on a later pass, and submit returns its value")
+    func nestedTasksAndSubmit() throws {
+        let loop = try EpollEventLoop()
+        defer { shutDown(loop) }
+        let order = NIOLockedValueBox<[String]>([])
+        let future = loop.submit {
+            order.withLockedValue { $0.append("outer") }
+            loop.execute { order.withLockedValue { $0.append("inner") } }
+            return 42
+        }.flatMap { value in
+            loop.submit { value + 1 }
+        }
+        #expect(try #require(value(of: future)).get() == 43)
+        #expect(order.withLockedValue { $0 } == ["outer", "inner"])
+    }
+
+    @Test("scheduled tasks fire no earlier than their deadline, earliest first; a cancelled one never runs")
+    func scheduledTasksFireInDeadlineOrder() throws {
+        let loop = try EpollEventLoop()
+        defer { shutDown(loop) }
+        let fired = NIOLockedValueBox<[String]>([])
+        let start = NIODeadline.now()
+        let late = loop.scheduleTask(in: .milliseconds(60)) { fired.withLockedValue { $0.append("late") } }
+        let cancelled = loop.scheduleTask(in: .milliseconds(30)) { fired.withLockedValue { $0.append("cancelled") } }
+        let early = loop.scheduleTask(in: .milliseconds(20)) { () -> NIODeadline in
+            fired.withLockedValue { $0.append("early") }
+            return .now()
+        }
+        cancelled.cancel()
+        let earlyAt = try #require(value(of: early.futureResult)).get()
+        #expect(earlyAt - start >= .milliseconds(20))
+        _ = try #require(value(of: late.futureResult)).get()
+        #expect(fired.withLockedValue { $0 } == ["early", "late"])
+        let cancelledOutcome = try #require(value(of: cancelled.futureResult))
+        #expect(throws: EventLoopError.cancelled) { try cancelledOutcome.get() }
+    }
+
+    @Test("shutting down fails the scheduled tasks not yet due and stops the thread")
+    func shutdownFailsPendingScheduledTasks() throws {
+        let loop = try EpollEventLoop()
+        let pending = loop.scheduleTask(in: .seconds(60)) { 1 }
+        // The callback goes on before the shutdown: once the loop has stopped it runs no task, callbacks included.
+        let outcome = NIOLockedValueBox<Result<Int, any Error>?>(nil)
+        pending.futureResult.whenComplete { result in outcome.withLockedValue { $0 = result } }
+        shutDown(loop)
+        let result = try #require(outcome.withLockedValue { $0 })
+        #expect(throws: EventLoopError.shutdown) { try result.get() }
+    }
+
+    @Test("a registered socket's reads, its peer's close, and write readiness reach the handler on the loop")
+    func descriptorReadinessReachesTheHandler() throws {
+        let loop = try EpollEventLoop()
+        defer { shutDown(loop) }
+        var pair: [CInt] = [-1, -1]
+        try #require(socketpair(AF_UNIX, CInt(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue), 0, &pair) == 0)
+        let (ours, peer) = (pair[0], pair[1])
+        defer { close(ours) }
+        let handler = RecordingHandler()
+        let gotBytes = loop.makePromise(of: Void.self)
+        let gotEndOfFile = loop.makePromise(of: Void.self)
+        let gotWritable = loop.makePromise(of: Void.self)
+        handler.onRead = {
+            if handler.reads.flatMap({ $0 }) == Array("hello".utf8) { gotBytes.succeed(()) }
+            if handler.sawEndOfFile {
+                loop.deregister(ours)
+                gotEndOfFile.succeed(())
+            }
+        }
+        handler.onWritable = {
+            try? loop.reregister(ours, interest: .readable)  // level-triggered: stop asking once seen
+            gotWritable.succeed(())
+        }
+        let registered = loop.submit { try loop.register(ours, interest: [.readable, .writable], handler: handler) }
+        _ = try #require(value(of: registered)).get()
+        _ = try #require(value(of: gotWritable.futureResult)).get()
+        _ = "hello".utf8.withContiguousStorageIfAvailable { write(peer, $0.baseAddress, $0.count) }
+        _ = try #require(value(of: gotBytes.futureResult)).get()
+        close(peer)
+        _ = try #require(value(of: gotEndOfFile.futureResult)).get()
+        let writableCalls = try #require(value(of: loop.submit { handler.writableCalls })).get()
+        #expect(writableCalls == 1, "still called for write readiness after asking only for reads")
+    }
+
+    @Test("registering a descriptor that is not open fails with the system call's error")
+    func registeringABadDescriptorFails() throws {
+        let loop = try EpollEventLoop()
+        defer { shutDown(loop) }
+        let outcome = value(of: loop.submit {
+            do {
+                try loop.register(-1, interest: .readable, handler: RecordingHandler())
+                return "registered"
+            } catch {
+                return "\(error)"
+            }
+        })
+        let message = try #require(outcome).get()
+        #expect(message.contains("epoll_ctl(add) failed"))
+    }
+}
