@@ -164,7 +164,7 @@ let package = Package(
         // The same forwarder on a transport of its own (one epoll loop, no SwiftNIO): what leaving NIO could buy.
         .executableTarget(
             name: "EpollRelayFloor",
-            dependencies: ["CLinuxSockets"],
+            dependencies: ["CLinuxSockets", "EpollEventLoop"],
             swiftSettings: strictSettings
         ),
         .executableTarget(

@@ -1,6 +1,6 @@
-// The latency floor of an MQTT forwarder with a transport of its own: one thread, one level-triggered epoll set,
-// plain read(2) and write(2), no SwiftNIO. Together with NIORelayFloor it says what a transport of the broker's own
-// could buy over SwiftNIO's (docs/benchmarks.md, Known gaps: Latency).
+// The latency floor of an MQTT forwarder with a transport of its own: an ``EpollEventLoop`` (one thread, one
+// level-triggered epoll set), plain read(2) and write(2), no SwiftNIO channel. Together with NIORelayFloor it says
+// what a transport of the broker's own could buy over SwiftNIO's (docs/benchmarks.md, Known gaps: Latency).
 //
 // The same forwarding as NIORelayFloor, and nothing else: CONNECT is accepted, SUBSCRIBE registers exact topic
 // filters, a PUBLISH is forwarded byte for byte to the subscribers of its topic and then acknowledged, PUBACKs from
@@ -15,13 +15,15 @@
 // Usage: EpollRelayFloor [port]   (0 or none: a free port). Prints "listening on 127.0.0.1:PORT".
 
 import CLinuxSockets
+import EpollEventLoop
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// One client socket: what it sent that is not yet a whole packet, and what is to be written to it.
-final class RelayConnection {
+final class RelayConnection: EpollEventHandler {
+    unowned let relay: EpollRelay
     let descriptor: CInt
     var inbound: [UInt8] = []
     var outbound: [UInt8] = []
@@ -29,15 +31,32 @@ final class RelayConnection {
     var waitingToWrite = false
     var topics: [String] = []
 
-    init(descriptor: CInt) {
+    init(relay: EpollRelay, descriptor: CInt) {
+        self.relay = relay
         self.descriptor = descriptor
     }
+
+    func descriptorReadable(_ descriptor: CInt) { relay.readIn(self) }
+
+    func descriptorWritable(_ descriptor: CInt) { relay.writeOut(self) }
 }
 
-/// The forwarder: the epoll set, the listening socket, the connections and the subscribers by exact topic. Runs on
-/// the thread that calls ``run()``; nothing is shared.
-final class EpollRelay {
-    private let epoll: CInt
+/// The listening socket's handler: accepts what is waiting.
+final class RelayListener: EpollEventHandler {
+    unowned let relay: EpollRelay
+
+    init(relay: EpollRelay) {
+        self.relay = relay
+    }
+
+    func descriptorReadable(_ descriptor: CInt) { relay.acceptAll() }
+
+    func descriptorWritable(_ descriptor: CInt) {}
+}
+
+/// The forwarder: the listening socket, the connections and the subscribers by exact topic. Confined to its loop.
+final class EpollRelay: @unchecked Sendable {
+    private let loop: EpollEventLoop
     private let listener: CInt
     private var connections: [CInt: RelayConnection] = [:]
     private var subscribers: [String: [RelayConnection]] = [:]
@@ -45,8 +64,8 @@ final class EpollRelay {
     private var toFlush: [RelayConnection] = []
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
 
-    /// Binds 127.0.0.1:`port` and creates the epoll set; nil (with a message) when either fails.
-    init?(port: UInt16) {
+    /// Binds 127.0.0.1:`port`; nil (with a message) when that fails. ``start()`` registers it with `loop`.
+    init?(port: UInt16, loop: EpollEventLoop) {
         let listener = socket(AF_INET, CInt(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard listener >= 0 else { Self.fail("socket"); return nil }
         var one: CInt = 1
@@ -61,11 +80,18 @@ final class EpollRelay {
             }
         }
         guard bound == 0, Glibc.listen(listener, 4096) == 0 else { Self.fail("bind/listen"); return nil }
-        let epoll = epoll_create1(CInt(EPOLL_CLOEXEC))
-        guard epoll >= 0 else { Self.fail("epoll_create1"); return nil }
-        self.epoll = epoll
+        self.loop = loop
         self.listener = listener
-        guard control(EPOLL_CTL_ADD, listener, events: EPOLLIN.rawValue) else { return nil }
+    }
+
+    /// Starts accepting. Call on the loop.
+    func start() {
+        do {
+            try loop.register(listener, interest: .readable, handler: RelayListener(relay: self))
+        } catch {
+            print("EpollRelayFloor: \(error)")
+            exit(1)
+        }
     }
 
     /// The port the listening socket got.
@@ -78,49 +104,26 @@ final class EpollRelay {
         return UInt16(bigEndian: address.sin_port)
     }
 
-    /// Serves until the process is killed.
-    func run() -> Never {
-        var events = [epoll_event](repeating: epoll_event(), count: 256)
-        while true {
-            let count = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, CInt($0.count), -1) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                Self.fail("epoll_wait")
-                exit(1)
-            }
-            for event in events.prefix(Int(count)) {
-                let descriptor = CInt(truncatingIfNeeded: event.data.fd)
-                if descriptor == listener {
-                    acceptAll()
-                    continue
-                }
-                guard let connection = connections[descriptor] else { continue }
-                if event.events & EPOLLOUT.rawValue != 0 {
-                    writeOut(connection)
-                }
-                if event.events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
-                    readIn(connection)
-                }
-            }
-        }
-    }
-
-    private func acceptAll() {
+    func acceptAll() {
         while true {
             let socket = accept4(listener, nil, nil, CInt(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue))
             guard socket >= 0 else { return }
             var one: CInt = 1
             _ = setsockopt(socket, CInt(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<CInt>.size))
-            guard control(EPOLL_CTL_ADD, socket, events: EPOLLIN.rawValue) else {
+            let connection = RelayConnection(relay: self, descriptor: socket)
+            do {
+                try loop.register(socket, interest: .readable, handler: connection)
+            } catch {
+                print("EpollRelayFloor: \(error)")
                 close(socket)
                 continue
             }
-            connections[socket] = RelayConnection(descriptor: socket)
+            connections[socket] = connection
         }
     }
 
     /// One read(2), the packets it completes, then the writes they queued.
-    private func readIn(_ connection: RelayConnection) {
+    func readIn(_ connection: RelayConnection) {
         let count = readBuffer.withUnsafeMutableBytes { read(connection.descriptor, $0.baseAddress, $0.count) }
         if count < 0, errno == EAGAIN || errno == EINTR { return }
         guard count > 0 else {
@@ -228,7 +231,7 @@ final class EpollRelay {
     }
 
     /// Writes `connection`'s queued bytes; what the socket does not take waits for EPOLLOUT.
-    private func writeOut(_ connection: RelayConnection) {
+    func writeOut(_ connection: RelayConnection) {
         guard !connection.outbound.isEmpty else { return }
         let written = connection.outbound.withUnsafeBytes { write(connection.descriptor, $0.baseAddress, $0.count) }
         if written < 0, errno != EAGAIN, errno != EINTR {
@@ -239,8 +242,7 @@ final class EpollRelay {
         let waiting = !connection.outbound.isEmpty
         guard waiting != connection.waitingToWrite else { return }
         connection.waitingToWrite = waiting
-        let events = EPOLLIN.rawValue | (waiting ? EPOLLOUT.rawValue : 0)
-        _ = control(EPOLL_CTL_MOD, connection.descriptor, events: events)
+        try? loop.reregister(connection.descriptor, interest: waiting ? [.readable, .writable] : .readable)
     }
 
     private func drop(_ connection: RelayConnection) {
@@ -248,20 +250,9 @@ final class EpollRelay {
         for topic in connection.topics {
             subscribers[topic]?.removeAll { $0 === connection }
         }
-        _ = control(EPOLL_CTL_DEL, connection.descriptor, events: 0)
+        loop.deregister(connection.descriptor)
         close(connection.descriptor)
         connection.outbound = []
-    }
-
-    private func control(_ operation: CInt, _ descriptor: CInt, events: UInt32) -> Bool {
-        var event = epoll_event()
-        event.events = events
-        event.data.fd = descriptor
-        guard epoll_ctl(epoll, operation, descriptor, &event) == 0 else {
-            Self.fail("epoll_ctl")
-            return false
-        }
-        return true
     }
 
     private static func fail(_ call: String) {
@@ -270,7 +261,15 @@ final class EpollRelay {
 }
 
 let portArgument = CommandLine.arguments.dropFirst().first.flatMap { UInt16($0) } ?? 0
-guard let relay = EpollRelay(port: portArgument) else { exit(1) }
+let loop: EpollEventLoop
+do {
+    loop = try EpollEventLoop(name: "epoll-relay-floor")
+} catch {
+    print("EpollRelayFloor: \(error)")
+    exit(1)
+}
+guard let relay = EpollRelay(port: portArgument, loop: loop) else { exit(1) }
+loop.execute { relay.start() }
 print("listening on 127.0.0.1:\(relay.boundPort)")
 fflush(nil)
-relay.run()
+while true { pause() }  // the loop's thread serves until the process is killed
