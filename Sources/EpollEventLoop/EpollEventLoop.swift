@@ -89,6 +89,9 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
 
     public func execute(_ task: @escaping @Sendable () -> Void) {
         let needsWakeup = lock.withLock {
+            // Stopped: the task is dropped, and no wake-up is written, since the eventfd's number may belong to
+            // another file by now.
+            guard lifecycle != .stopped else { return false }
             queued.append(task)
             guard !inEventLoop, !wakeupPending else { return false }
             wakeupPending = true

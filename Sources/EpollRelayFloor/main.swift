@@ -142,6 +142,7 @@ final class EpollRelay: @unchecked Sendable {
                 flushQueued(lastly: connection)
                 return
             case .malformedLength:
+                flushQueued(lastly: connection)  // what the earlier packets of this read queued still leaves
                 drop(connection)
                 return
             }

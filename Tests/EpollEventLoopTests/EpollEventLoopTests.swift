@@ -120,6 +120,28 @@ struct EpollEventLoopTests {
         #expect(throws: EventLoopError.shutdown) { try result.get() }
     }
 
+    @Test("a task queued after the loop stopped is dropped, and writes nothing into a descriptor that reused the number")
+    func executeAfterShutdownWritesNothing() throws {
+        let loop = try EpollEventLoop()
+        shutDown(loop)
+        // Descriptor numbers are reused lowest first: these pairs take the numbers the loop's eventfd and epoll set had.
+        var pairs: [[CInt]] = []
+        defer { for pair in pairs { pair.forEach { _ = close($0) } } }
+        for _ in 0..<4 {
+            var pair: [CInt] = [-1, -1]
+            try #require(socketpair(AF_UNIX, CInt(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue), 0, &pair) == 0)
+            pairs.append(pair)
+        }
+        let ran = NIOLockedValueBox(false)
+        loop.execute { ran.withLockedValue { $0 = true } }
+        usleep(50_000)
+        #expect(!ran.withLockedValue { $0 })
+        for descriptor in pairs.joined() {
+            var byte: UInt8 = 0
+            #expect(read(descriptor, &byte, 1) == -1 && errno == EAGAIN, "descriptor \(descriptor) received bytes")
+        }
+    }
+
     @Test("a registered socket's reads, its peer's close, and write readiness reach the handler on the loop")
     func descriptorReadinessReachesTheHandler() throws {
         let loop = try EpollEventLoop()
