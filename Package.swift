@@ -3,8 +3,8 @@
 //
 // Layers (arrows point at what a module depends on):
 //   MQTTCore (packets + codec, NIOCore only) <- MQTTBroker <- mqttchat (CLI)
-//   CLinuxSockets (epoll, eventfd, accept4) <- MQTTBroker
-//   CLinuxSockets <- EpollEventLoop (an EventLoop of our own on epoll) <- EpollRelayFloor
+//   CLinuxSockets (epoll, eventfd, accept4) <- EpollEventLoop (an EventLoop of our own on epoll, the epoll set
+//   and listening socket the broker's socket watcher uses) <- MQTTBroker, EpollRelayFloor
 //   CMosquitto (libmosquitto shim) <- MQTTClient <- MQTTChat <- mqttchat (CLI)
 // The client side never imports the broker.
 import PackageDescription
@@ -43,7 +43,8 @@ let package = Package(
         ),
 
         // MARK: Transport
-        // An EventLoop of our own on epoll: raw descriptors instead of SwiftNIO channels.
+        // An EventLoop of our own on epoll (raw descriptors instead of SwiftNIO channels), and the epoll set and
+        // listening socket it shares with the broker's socket watcher.
         .target(
             name: "EpollEventLoop",
             dependencies: [
@@ -63,6 +64,7 @@ let package = Package(
             dependencies: [
                 "MQTTCore",
                 "CLinuxSockets",
+                "EpollEventLoop",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -25,8 +25,7 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
     // @unchecked Sendable: what other threads touch is behind `lock` (`queued`, `wakeupPending`, `lifecycle`)
     // or written once before `init` returns (`threadID`); the rest is confined to the loop's thread.
 
-    private let epoll: CInt
-    private let wakeup: CInt
+    private let epoll: EpollSet
     private let lock = NIOLock()
     private var queued: [@Sendable () -> Void] = []
     private var wakeupPending = false
@@ -38,6 +37,8 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
     private var scheduled = Heap<ScheduledEntry>()
     private var nextScheduledID: UInt64 = 0
     private var handlers: [CInt: any EpollEventHandler] = [:]
+    /// A task was queued from the loop itself (which writes no wake-up): the next wait must not block.
+    private var queuedOnLoop = false
 
     private enum Lifecycle {
         case running
@@ -45,29 +46,9 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
         case stopped
     }
 
-    private static let wakeupTag: UInt64 = 1 << 63
-
     /// Creates the epoll set and starts the loop's thread, named `name`.
-    public init(name: String = "mqttchat-epoll-loop") throws(EpollEventLoopError) {
-        let epoll = epoll_create1(CInt(EPOLL_CLOEXEC))
-        guard epoll >= 0 else { throw .systemCall("epoll_create1", errno) }
-        let wakeup = eventfd(0, CInt(EFD_NONBLOCK | EFD_CLOEXEC))
-        guard wakeup >= 0 else {
-            let error = errno
-            Glibc.close(epoll)
-            throw .systemCall("eventfd", error)
-        }
-        self.epoll = epoll
-        self.wakeup = wakeup
-        var event = epoll_event()
-        event.events = EPOLLIN.rawValue
-        event.data.u64 = Self.wakeupTag
-        guard epoll_ctl(epoll, EPOLL_CTL_ADD, wakeup, &event) == 0 else {
-            let error = errno
-            Glibc.close(wakeup)
-            Glibc.close(epoll)
-            throw .systemCall("epoll_ctl(eventfd)", error)
-        }
+    public init(name: String = "mqttchat-epoll-loop") throws(SystemCallError) {
+        epoll = try EpollSet()
         let started = ConditionLock(value: false)
         let thread = Thread { [self] in
             threadID = pthread_self()
@@ -88,16 +69,19 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
     }
 
     public func execute(_ task: @escaping @Sendable () -> Void) {
-        let needsWakeup = lock.withLock {
-            // Stopped: the task is dropped, and no wake-up is written, since the eventfd's number may belong to
-            // another file by now.
-            guard lifecycle != .stopped else { return false }
-            queued.append(task)
-            guard !inEventLoop, !wakeupPending else { return false }
-            wakeupPending = true
-            return true
+        let onLoop = inEventLoop
+        if onLoop {
+            queuedOnLoop = true
         }
-        if needsWakeup { signal() }
+        lock.withLock {
+            // Stopped: the task is dropped, and no wake-up is written, since the eventfd's number may belong to
+            // another file by now. The wake-up is written under the lock, so it cannot cross the loop's closing.
+            guard lifecycle != .stopped else { return }
+            queued.append(task)
+            guard !onLoop, !wakeupPending else { return }
+            wakeupPending = true
+            epoll.signal()
+        }
     }
 
     public func scheduleTask<T>(deadline: NIODeadline, _ task: @escaping @Sendable () throws -> T) -> Scheduled<T> {
@@ -175,45 +159,55 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
     /// ``deregister(_:)``. The handler is held strongly while registered. Call on the loop.
     public func register(
         _ descriptor: CInt, interest: EpollInterest, handler: any EpollEventHandler
-    ) throws(EpollEventLoopError) {
+    ) throws(SystemCallError) {
         preconditionInEventLoop(file: #file, line: #line)
-        try control(EPOLL_CTL_ADD, descriptor, interest, "epoll_ctl(add)")
+        try epoll.control(
+            EPOLL_CTL_ADD, descriptor, events: interest.events, data: Self.tag(descriptor), "epoll_ctl(add)")
         handlers[descriptor] = handler
     }
 
     /// Changes what `descriptor` is watched for. Call on the loop.
-    public func reregister(_ descriptor: CInt, interest: EpollInterest) throws(EpollEventLoopError) {
+    public func reregister(_ descriptor: CInt, interest: EpollInterest) throws(SystemCallError) {
         preconditionInEventLoop(file: #file, line: #line)
-        try control(EPOLL_CTL_MOD, descriptor, interest, "epoll_ctl(mod)")
+        try epoll.control(
+            EPOLL_CTL_MOD, descriptor, events: interest.events, data: Self.tag(descriptor), "epoll_ctl(mod)")
     }
 
     /// Stops watching `descriptor` and releases its handler; call before closing it. Call on the loop.
     public func deregister(_ descriptor: CInt) {
         preconditionInEventLoop(file: #file, line: #line)
         guard handlers.removeValue(forKey: descriptor) != nil else { return }
-        var event = epoll_event()
-        _ = epoll_ctl(epoll, EPOLL_CTL_DEL, descriptor, &event)
+        epoll.remove(descriptor)
+    }
+
+    /// A descriptor's events carry its number (never ``EpollSet/wakeupTag``).
+    private static func tag(_ descriptor: CInt) -> UInt64 {
+        UInt64(UInt32(bitPattern: descriptor))
     }
 
     // MARK: The thread
 
-    private func signal() {
-        var one: UInt64 = 1
-        _ = withUnsafeBytes(of: &one) { write(wakeup, $0.baseAddress, 8) }
-    }
-
+    /// Takes the lock only when tasks may be waiting: the wake-up fired (tasks from other threads, a shutdown), or
+    /// a task was queued on the loop. An iteration with socket events alone takes no lock.
     private func run() {
         var events = [epoll_event](repeating: epoll_event(), count: 256)
         var tasks: [@Sendable () -> Void] = []
         while true {
-            let hasQueuedTasks = lock.withLock { !queued.isEmpty }
-            let timeout = hasQueuedTasks ? 0 : timeoutUntilEarliestScheduled()
-            let count = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, CInt($0.count), timeout) }
+            let timeout = queuedOnLoop ? 0 : timeoutUntilEarliestScheduled()
+            let count = epoll.wait(into: &events, timeout: timeout)
             if count < 0, errno != EINTR { break }
-            for event in events.prefix(Int(max(count, 0))) {
-                dispatch(event)
+            var woken = false
+            for event in events.prefix(max(count, 0)) {
+                if event.data.u64 == EpollSet.wakeupTag {
+                    epoll.drainWakeup()
+                    woken = true
+                } else {
+                    dispatch(event)
+                }
             }
             runDueScheduledTasks()
+            guard woken || queuedOnLoop else { continue }
+            queuedOnLoop = false
             let stopping = lock.withLock {
                 swap(&tasks, &queued)
                 wakeupPending = false
@@ -221,18 +215,13 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
             }
             for task in tasks { task() }
             tasks.removeAll(keepingCapacity: true)
-            if stopping, lock.withLock({ queued.isEmpty }) { break }
+            if stopping, !queuedOnLoop, lock.withLock({ queued.isEmpty }) { break }
         }
         stop()
     }
 
     private func dispatch(_ event: epoll_event) {
         let data = event.data.u64
-        if data == Self.wakeupTag {
-            var drained: UInt64 = 0
-            _ = withUnsafeMutableBytes(of: &drained) { read(wakeup, $0.baseAddress, 8) }
-            return
-        }
         let descriptor = CInt(truncatingIfNeeded: data)
         if event.events & EPOLLOUT.rawValue != 0, let handler = handlers[descriptor] {
             handler.descriptorWritable(descriptor)
@@ -276,25 +265,15 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
             entry.failShutdown()
         }
         handlers = [:]
-        Glibc.close(wakeup)
-        Glibc.close(epoll)
         let callbacks = lock.withLock {
-            lifecycle = .stopped
+            lifecycle = .stopped  // from here on no task is queued and no wake-up written, so the set may close
             let callbacks = shutdownCallbacks
             shutdownCallbacks = []
             return callbacks
         }
+        epoll.close()
         for (queue, callback) in callbacks {
             queue.async { callback(nil) }
         }
-    }
-
-    private func control(
-        _ operation: CInt, _ descriptor: CInt, _ interest: EpollInterest, _ call: StaticString
-    ) throws(EpollEventLoopError) {
-        var event = epoll_event()
-        event.events = interest.events
-        event.data.u64 = UInt64(UInt32(bitPattern: descriptor))
-        guard epoll_ctl(epoll, operation, descriptor, &event) == 0 else { throw .systemCall("\(call)", errno) }
     }
 }

@@ -35,15 +35,3 @@ public protocol EpollEventHandler: AnyObject {
     /// `descriptor` can take more bytes.
     func descriptorWritable(_ descriptor: CInt)
 }
-
-/// Errors of ``EpollEventLoop``.
-public enum EpollEventLoopError: Error, CustomStringConvertible {
-    /// A system call failed with `errno`.
-    case systemCall(String, CInt)
-
-    public var description: String {
-        switch self {
-        case .systemCall(let call, let error): "\(call) failed: \(String(cString: strerror(error))) (errno \(error))"
-        }
-    }
-}

@@ -64,24 +64,21 @@ final class EpollRelay: @unchecked Sendable {
     private var toFlush: [RelayConnection] = []
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
 
-    /// Binds 127.0.0.1:`port`; nil (with a message) when that fails. ``start()`` registers it with `loop`.
-    init?(port: UInt16, loop: EpollEventLoop) {
-        let listener = socket(AF_INET, CInt(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
-        guard listener >= 0 else { Self.fail("socket"); return nil }
-        var one: CInt = 1
-        _ = setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<CInt>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
+    /// The port the listening socket got.
+    let boundPort: Int
+
+    /// Binds 127.0.0.1:`port` (0: a free one); nil (with a message) when that fails. ``start()`` registers it with
+    /// `loop`.
+    init?(port: Int, loop: EpollEventLoop) {
+        do {
+            let (listener, address) = try ListeningSocket.open(host: "127.0.0.1", port: port, backlog: 4096)
+            self.listener = listener
+            self.boundPort = address.port ?? port
+        } catch {
+            print("EpollRelayFloor: \(error)")
+            return nil
         }
-        guard bound == 0, Glibc.listen(listener, 4096) == 0 else { Self.fail("bind/listen"); return nil }
         self.loop = loop
-        self.listener = listener
     }
 
     /// Starts accepting. Call on the loop.
@@ -92,16 +89,6 @@ final class EpollRelay: @unchecked Sendable {
             print("EpollRelayFloor: \(error)")
             exit(1)
         }
-    }
-
-    /// The port the listening socket got.
-    var boundPort: UInt16 {
-        var address = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
-        return UInt16(bigEndian: address.sin_port)
     }
 
     func acceptAll() {
@@ -255,13 +242,9 @@ final class EpollRelay: @unchecked Sendable {
         close(connection.descriptor)
         connection.outbound = []
     }
-
-    private static func fail(_ call: String) {
-        print("EpollRelayFloor: \(call) failed: \(String(cString: strerror(errno)))")
-    }
 }
 
-let portArgument = CommandLine.arguments.dropFirst().first.flatMap { UInt16($0) } ?? 0
+let portArgument = CommandLine.arguments.dropFirst().first.flatMap { Int($0) } ?? 0
 let loop: EpollEventLoop
 do {
     loop = try EpollEventLoop(name: "epoll-relay-floor")

@@ -1,5 +1,6 @@
 public import Logging
 public import NIOCore
+import EpollEventLoop
 import MQTTCore
 public import NIOPosix
 public import ServiceLifecycle

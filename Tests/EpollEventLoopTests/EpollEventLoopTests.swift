@@ -120,11 +120,11 @@ struct EpollEventLoopTests {
         #expect(throws: EventLoopError.shutdown) { try result.get() }
     }
 
-    @Test("a task queued after the loop stopped is dropped, and writes nothing into a descriptor that reused the number")
+    @Test("a task queued after the loop stopped is dropped, and writes nothing into a descriptor that took its number")
     func executeAfterShutdownWritesNothing() throws {
         let loop = try EpollEventLoop()
         shutDown(loop)
-        // Descriptor numbers are reused lowest first: these pairs take the numbers the loop's eventfd and epoll set had.
+        // Descriptor numbers are reused lowest first: these pairs take the numbers of the loop's eventfd and epoll set.
         var pairs: [[CInt]] = []
         defer { for pair in pairs { pair.forEach { _ = close($0) } } }
         for _ in 0..<4 {
@@ -174,6 +174,27 @@ struct EpollEventLoopTests {
         _ = try #require(value(of: gotEndOfFile.futureResult)).get()
         let writableCalls = try #require(value(of: loop.submit { handler.writableCalls })).get()
         #expect(writableCalls == 1, "still called for write readiness after asking only for reads")
+    }
+
+    @Test("a task queued by a readiness handler runs with nothing else to wake the loop")
+    func taskQueuedFromAHandlerRuns() throws {
+        let loop = try EpollEventLoop()
+        defer { shutDown(loop) }
+        var pair: [CInt] = [-1, -1]
+        try #require(socketpair(AF_UNIX, CInt(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue), 0, &pair) == 0)
+        let (ours, peer) = (pair[0], pair[1])
+        defer { close(ours); close(peer) }
+        let handler = RecordingHandler()
+        let ranQueuedTask = DispatchSemaphore(value: 0)
+        handler.onRead = {
+            loop.deregister(ours)  // no further readiness: only the queued task itself can end the wait
+            loop.execute { ranQueuedTask.signal() }
+        }
+        let registered = loop.submit { try loop.register(ours, interest: .readable, handler: handler) }
+        _ = try #require(value(of: registered)).get()
+        // From here on nothing but the handler queues work: waiting on a semaphore sends the loop no task.
+        _ = "x".utf8.withContiguousStorageIfAvailable { write(peer, $0.baseAddress, $0.count) }
+        #expect(ranQueuedTask.wait(timeout: .now() + 2) == .success, "the handler's task did not run within 2 s")
     }
 
     @Test("registering a descriptor that is not open fails with the system call's error")

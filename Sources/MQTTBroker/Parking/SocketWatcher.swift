@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import CLinuxSockets
+import EpollEventLoop
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
@@ -37,15 +38,13 @@ final class SocketWatcher: Sendable {
         var listenersToClose: [EventLoopPromise<Void>?] = []
     }
 
-    private let epoll: CInt
-    private let wakeup: CInt
+    private let epoll: EpollSet
     private let onParkedReady: @Sendable ([Ticket]) -> Void
     private let onAcceptError: @Sendable (String) -> Void
     private let state = NIOLockedValueBox(State())
     private let stopped = NIOLockedValueBox<EventLoopPromise<Void>?>(nil)
 
     private static let listenerTag: UInt64 = 1 << 63
-    private static let wakeupTag: UInt64 = listenerTag | UInt64(UInt32.max)
     /// How long accepting pauses after the process ran out of file descriptors (NIO's accept back-off does the same).
     static let acceptPause: TimeAmount = .seconds(1)
 
@@ -53,20 +52,10 @@ final class SocketWatcher: Sendable {
     init(
         onParkedReady: @escaping @Sendable ([Ticket]) -> Void,
         onAcceptError: @escaping @Sendable (String) -> Void
-    ) throws(SocketWatcherError) {
-        let epoll = epoll_create1(CInt(EPOLL_CLOEXEC))
-        guard epoll >= 0 else { throw .systemCall("epoll_create1", errno) }
-        let wakeup = eventfd(0, CInt(EFD_NONBLOCK | EFD_CLOEXEC))
-        guard wakeup >= 0 else {
-            let error = errno
-            close(epoll)
-            throw .systemCall("eventfd", error)
-        }
-        self.epoll = epoll
-        self.wakeup = wakeup
+    ) throws(SystemCallError) {
+        self.epoll = try EpollSet()
         self.onParkedReady = onParkedReady
         self.onAcceptError = onAcceptError
-        try control(EPOLL_CTL_ADD, wakeup, events: EPOLLIN.rawValue, data: Self.wakeupTag, "epoll_ctl(eventfd)")
         let thread = Thread { [self] in run() }
         thread.name = "mqttchat-sockets"
         thread.start()
@@ -85,20 +74,20 @@ final class SocketWatcher: Sendable {
     // MARK: Parked sockets
 
     /// Reports `ticket` once `descriptor` is readable or closed by the peer.
-    func watch(_ descriptor: CInt, ticket: Ticket) throws(SocketWatcherError) {
+    func watch(_ descriptor: CInt, ticket: Ticket) throws(SystemCallError) {
         let events = EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLONESHOT.rawValue
-        try control(EPOLL_CTL_ADD, descriptor, events: events, data: ticket, "epoll_ctl(park)")
+        try epoll.control(EPOLL_CTL_ADD, descriptor, events: events, data: ticket, "epoll_ctl(park)")
     }
 
     /// Stops watching `descriptor` (before it is closed or handed back to NIO). Harmless when it is not watched.
     func unwatch(_ descriptor: CInt) {
-        _ = try? control(EPOLL_CTL_DEL, descriptor, events: 0, data: 0, "epoll_ctl(unpark)")
+        epoll.remove(descriptor)
     }
 
     // MARK: Listeners
 
     /// Accepts connections on `descriptor` (a listening, non-blocking socket the watcher now owns).
-    func addListener(_ descriptor: CInt, onAccepted: @escaping @Sendable (CInt) -> Void) throws(SocketWatcherError) {
+    func addListener(_ descriptor: CInt, onAccepted: @escaping @Sendable (CInt) -> Void) throws(SystemCallError) {
         let id = state.withLockedValue { state in
             let id = state.nextListenerID
             state.nextListenerID += 1
@@ -106,7 +95,8 @@ final class SocketWatcher: Sendable {
             return id
         }
         do {
-            try control(EPOLL_CTL_ADD, descriptor, events: EPOLLIN.rawValue, data: Self.listenerTag | UInt64(id), "epoll_ctl(listen)")
+            try epoll.control(
+                EPOLL_CTL_ADD, descriptor, events: EPOLLIN.rawValue, data: Self.listenerTag | UInt64(id), "epoll_ctl(listen)")
         } catch {
             _ = state.withLockedValue { $0.listeners.removeValue(forKey: id) }
             throw error
@@ -131,8 +121,7 @@ final class SocketWatcher: Sendable {
     // MARK: The thread
 
     private func signal() {
-        var one: UInt64 = 1
-        _ = withUnsafeBytes(of: &one) { write(wakeup, $0.baseAddress, 8) }
+        epoll.signal()
     }
 
     private func run() {
@@ -141,18 +130,17 @@ final class SocketWatcher: Sendable {
         var acceptOn: [Int] = []
         while true {
             let timeout = acceptResumeTimeoutMilliseconds()
-            let count = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, CInt($0.count), timeout) }
+            let count = epoll.wait(into: &events, timeout: timeout)
             if count < 0 {
                 if errno == EINTR { continue }
                 break
             }
             ready.removeAll(keepingCapacity: true)
             acceptOn.removeAll(keepingCapacity: true)
-            for event in events.prefix(Int(count)) {
+            for event in events.prefix(count) {
                 let data = event.data.u64
-                if data == Self.wakeupTag {
-                    var drained: UInt64 = 0
-                    _ = withUnsafeMutableBytes(of: &drained) { read(wakeup, $0.baseAddress, 8) }
+                if data == EpollSet.wakeupTag {
+                    epoll.drainWakeup()
                 } else if data & Self.listenerTag != 0 {
                     acceptOn.append(Int(data & ~Self.listenerTag))
                 } else {
@@ -168,8 +156,7 @@ final class SocketWatcher: Sendable {
             resumePausedListeners()
             if handleCommands() { break }
         }
-        close(wakeup)
-        close(epoll)
+        epoll.close()
         stopped.withLockedValue { $0 }?.succeed(())
     }
 
@@ -204,7 +191,8 @@ final class SocketWatcher: Sendable {
             return state.listeners[listenerID]?.descriptor
         }
         if let descriptor {
-            _ = try? control(EPOLL_CTL_MOD, descriptor, events: 0, data: Self.listenerTag | UInt64(listenerID), "epoll_ctl(pause)")
+            _ = try? epoll.control(
+                EPOLL_CTL_MOD, descriptor, events: 0, data: Self.listenerTag | UInt64(listenerID), "epoll_ctl(pause)")
         }
     }
 
@@ -221,7 +209,8 @@ final class SocketWatcher: Sendable {
             return resumed
         }
         for (id, descriptor) in resumed {
-            _ = try? control(EPOLL_CTL_MOD, descriptor, events: EPOLLIN.rawValue, data: Self.listenerTag | UInt64(id), "epoll_ctl(resume)")
+            _ = try? epoll.control(
+                EPOLL_CTL_MOD, descriptor, events: EPOLLIN.rawValue, data: Self.listenerTag | UInt64(id), "epoll_ctl(resume)")
         }
     }
 
@@ -253,26 +242,5 @@ final class SocketWatcher: Sendable {
             for promise in closeRequests { promise?.succeed(()) }
         }
         return stopping
-    }
-
-    private func control(
-        _ operation: CInt, _ descriptor: CInt, events: UInt32, data: UInt64, _ call: StaticString
-    ) throws(SocketWatcherError) {
-        var event = epoll_event()
-        event.events = events
-        event.data.u64 = data
-        guard epoll_ctl(epoll, operation, descriptor, &event) == 0 else { throw .systemCall("\(call)", errno) }
-    }
-}
-
-/// Errors of the broker's own socket handling (``SocketWatcher``, ``ListeningSocket``).
-enum SocketWatcherError: Error, CustomStringConvertible {
-    /// A system call failed with `errno`.
-    case systemCall(String, CInt)
-
-    var description: String {
-        switch self {
-        case .systemCall(let call, let error): "\(call) failed: \(String(cString: strerror(error))) (errno \(error))"
-        }
     }
 }
