@@ -20,6 +20,13 @@ private func value<T: Sendable>(of future: EventLoopFuture<T>, within seconds: D
     return result.withLockedValue { $0 }
 }
 
+/// A connected pair of non-blocking Unix stream sockets.
+private func socketPair() throws -> (CInt, CInt) {
+    var pair: [CInt] = [-1, -1]
+    try #require(socketpair(AF_UNIX, CInt(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue), 0, &pair) == 0)
+    return (pair[0], pair[1])
+}
+
 private func shutDown(_ loop: EpollEventLoop) {
     let done = DispatchSemaphore(value: 0)
     loop.shutdownGracefully(queue: .global()) { _ in done.signal() }
@@ -128,9 +135,8 @@ struct EpollEventLoopTests {
         var pairs: [[CInt]] = []
         defer { for pair in pairs { pair.forEach { _ = close($0) } } }
         for _ in 0..<4 {
-            var pair: [CInt] = [-1, -1]
-            try #require(socketpair(AF_UNIX, CInt(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue), 0, &pair) == 0)
-            pairs.append(pair)
+            let (one, other) = try socketPair()
+            pairs.append([one, other])
         }
         let ran = NIOLockedValueBox(false)
         loop.execute { ran.withLockedValue { $0 = true } }
@@ -146,9 +152,7 @@ struct EpollEventLoopTests {
     func descriptorReadinessReachesTheHandler() throws {
         let loop = try EpollEventLoop()
         defer { shutDown(loop) }
-        var pair: [CInt] = [-1, -1]
-        try #require(socketpair(AF_UNIX, CInt(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue), 0, &pair) == 0)
-        let (ours, peer) = (pair[0], pair[1])
+        let (ours, peer) = try socketPair()
         defer { close(ours) }
         let handler = RecordingHandler()
         let gotBytes = loop.makePromise(of: Void.self)
@@ -180,9 +184,7 @@ struct EpollEventLoopTests {
     func taskQueuedFromAHandlerRuns() throws {
         let loop = try EpollEventLoop()
         defer { shutDown(loop) }
-        var pair: [CInt] = [-1, -1]
-        try #require(socketpair(AF_UNIX, CInt(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue), 0, &pair) == 0)
-        let (ours, peer) = (pair[0], pair[1])
+        let (ours, peer) = try socketPair()
         defer { close(ours); close(peer) }
         let handler = RecordingHandler()
         let ranQueuedTask = DispatchSemaphore(value: 0)
