@@ -3,8 +3,9 @@ import Glibc
 #endif
 import CLinuxSockets
 
-/// What a descriptor registered with an ``EpollEventLoop`` is watched for. The peer closing (or an error) is always
-/// reported, as readable.
+/// What a descriptor registered with an ``EpollEventLoop`` is watched for. With ``readable``, the peer closing its
+/// side is reported too, as readable; without it, only a hang-up or an error is (the kernel always reports those),
+/// so a descriptor whose reading is paused does not wake the loop for a half-close it will not read.
 public struct EpollInterest: OptionSet, Sendable {
     public let rawValue: UInt8
 
@@ -19,8 +20,8 @@ public struct EpollInterest: OptionSet, Sendable {
 
     /// The `epoll_event` flags.
     var events: UInt32 {
-        var events = EPOLLRDHUP.rawValue
-        if contains(.readable) { events |= EPOLLIN.rawValue }
+        var events: UInt32 = 0
+        if contains(.readable) { events |= EPOLLIN.rawValue | EPOLLRDHUP.rawValue }
         if contains(.writable) { events |= EPOLLOUT.rawValue }
         return events
     }

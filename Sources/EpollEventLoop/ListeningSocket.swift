@@ -28,35 +28,21 @@ public enum ListeningSocket {
             let bound = requested.withSockAddr { address, length in bind(descriptor, address, socklen_t(length)) }
             guard bound == 0 else { throw SystemCallError.systemCall("bind \(host):\(port)", errno) }
             guard listen(descriptor, backlog) == 0 else { throw SystemCallError.systemCall("listen", errno) }
-            return (descriptor, try localAddress(of: descriptor, host: host))
+            return (descriptor, try SocketAddress.local(of: descriptor, host: host))
         } catch {
             close(descriptor)
             throw error
         }
     }
 
-    /// The address a socket is bound to (with the real port when it was bound to port 0).
-    private static func localAddress(of descriptor: CInt, host: String) throws -> SocketAddress {
-        var storage = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let result = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        guard result == 0 else { throw SystemCallError.systemCall("getsockname", errno) }
-        switch CInt(storage.ss_family) {
-        case AF_INET6:
-            let address = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee } }
-            return SocketAddress(address, host: host)
-        default:
-            let address = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee } }
-            return SocketAddress(address, host: host)
-        }
-    }
-
-    /// `SO_KEEPALIVE`, which every accepted connection gets once (it stays with the socket through parking).
-    /// `TCP_NODELAY` is NIO's: `ClientBootstrap` sets it whenever it takes a socket.
-    public static func configureAccepted(_ descriptor: CInt) {
+    /// `SO_KEEPALIVE`, which every accepted connection gets once (it stays with the socket through parking), and
+    /// `TCP_NODELAY` when asked. A socket given to NIO needs no `noDelay`: `ClientBootstrap` sets it whenever it
+    /// takes a socket.
+    public static func configureAccepted(_ descriptor: CInt, noDelay: Bool = false) {
         var one: CInt = 1
         _ = setsockopt(descriptor, SOL_SOCKET, SO_KEEPALIVE, &one, socklen_t(MemoryLayout<CInt>.size))
+        if noDelay {
+            _ = setsockopt(descriptor, CInt(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<CInt>.size))
+        }
     }
 }

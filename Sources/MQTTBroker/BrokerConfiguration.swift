@@ -84,6 +84,8 @@ public struct BrokerConfiguration: Sendable {
     /// state and routing stay on one loop. Values below 1 count as 1. The default is the number of cores the
     /// process may run on (its CPU affinity, e.g. under `taskset`, and cgroup limits).
     public var eventLoopCount: Int = AvailableCores.count
+    /// What serves plain-TCP sockets on the broker core's loop (`socket_engine`). See ``SocketEngine``.
+    public var socketEngine: SocketEngine = .automatic
     /// [persist] Durable persistence of retained messages and persistent sessions (`persistence true`); nil = off,
     /// as in mosquitto: then everything is kept in memory only and lost when the broker stops.
     public var persistence: PersistenceConfiguration? = nil

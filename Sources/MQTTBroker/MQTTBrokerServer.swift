@@ -2,13 +2,17 @@ public import Logging
 public import NIOCore
 import EpollEventLoop
 import MQTTCore
+import NIOConcurrencyHelpers
 public import NIOPosix
 public import ServiceLifecycle
 
 /// The MQTT 3.1/3.1.1 broker: binds the configured listeners and serves clients until shut down.
 ///
-/// All broker state lives on one event loop of `eventLoopGroup` (chosen once with `next()`), so routing takes no
-/// locks. Accepted sockets are spread over ``BrokerConfiguration/eventLoopCount`` loops of the group: a socket on
+/// All broker state lives on one event loop, so routing takes no locks. With one socket loop
+/// (``BrokerConfiguration/eventLoopCount`` 1) and `socket_engine auto`, that is an ``EpollEventLoop`` of the broker's
+/// own, which serves the plain-TCP sockets itself with plain system calls (``EpollSocketTransport``); TLS sockets
+/// are then served on a loop of `eventLoopGroup` and relayed. Otherwise it is one loop of `eventLoopGroup` (chosen
+/// once with `next()`). Accepted sockets are spread over ``BrokerConfiguration/eventLoopCount`` loops of the group: a socket on
 /// the core's loop is served in its own pipeline; a socket on another loop does its reads, writes and system calls
 /// there and hands its bytes over through a ``ConnectionRelay`` (one `execute` per read batch and per flush, never
 /// a lock per message). Use it as a `ServiceLifecycle` service (``run()``) or drive it directly with ``start()``
@@ -31,6 +35,14 @@ public final class MQTTBrokerServer: Service, Sendable {
     private let logger: Logger
     private let eventLoop: any EventLoop
     private let eventLoopGroup: any EventLoopGroup
+    /// The loop of `eventLoopGroup` the listeners' NIO channels use: the core's loop unless the core runs on
+    /// ``ownLoop``.
+    private let nioLoop: any EventLoop
+    /// The broker's own epoll loop, which runs the core and serves plain-TCP sockets; nil when SwiftNIO serves
+    /// every socket (``SocketEngine``).
+    private let ownLoop: EpollEventLoop?
+    /// ``ownLoop`` was stopped by ``shutdown()``: nothing may be submitted to it any more.
+    private let ownLoopStopped = NIOLockedValueBox(false)
     /// How many event loops serve client sockets.
     let socketEventLoopCount: Int
     private let state: NIOLoopBoundBox<State>
@@ -43,9 +55,19 @@ public final class MQTTBrokerServer: Service, Sendable {
     ) {
         self.configuration = configuration
         self.logger = logger
-        self.eventLoop = eventLoopGroup.next()
         self.eventLoopGroup = eventLoopGroup
         self.socketEventLoopCount = max(1, configuration.eventLoopCount)
+        self.nioLoop = eventLoopGroup.next()
+        var ownLoop: EpollEventLoop?
+        if configuration.socketEngine.usesEpoll(eventLoopCount: socketEventLoopCount) {
+            do {
+                ownLoop = try EpollEventLoop(name: "mqttchat-broker")
+            } catch {
+                logger.error("could not start the broker's epoll loop; SwiftNIO serves the sockets", metadata: ["error": "\(error)"])
+            }
+        }
+        self.ownLoop = ownLoop
+        self.eventLoop = ownLoop ?? nioLoop
         self.state = NIOLoopBoundBox.makeBoxSendingValue(State(), eventLoop: eventLoop)
     }
 
@@ -55,6 +77,7 @@ public final class MQTTBrokerServer: Service, Sendable {
     public func start() async throws -> [SocketAddress] {
         // [tls] One TLS context per TLS listener, built off the event loops (it reads files); throws BrokerTLSError.
         let tlsContexts = try await TLSListenerContext.make(for: configuration.listeners)
+        guard !ownLoopStopped.withLockedValue({ $0 }) else { throw MQTTBrokerError.alreadyShutDown }
         return try await eventLoop.flatSubmit { self.startOnLoop(tlsContexts: tlsContexts) }.get()
     }
 
@@ -72,12 +95,19 @@ public final class MQTTBrokerServer: Service, Sendable {
 
     /// Stops the listeners and closes all connections without publishing wills; idempotent.
     public func shutdown() async {
+        let loopStopped = ownLoopStopped.withLockedValue { stopped in
+            defer { stopped = true }
+            return stopped
+        }
+        guard !loopStopped else { return }
         try? await eventLoop.flatSubmit { self.shutdownOnLoop() }.get()
+        try? await ownLoop?.shutdownGracefully()
     }
 
     /// Runs `body` with the broker core on its event loop (for tests and diagnostics); nil before ``start()``.
     func withCore<T: Sendable>(_ body: @escaping @Sendable (BrokerCore) -> T) async throws -> T? {
-        try await eventLoop.submit { self.state.value.core.map(body) }.get()
+        guard !ownLoopStopped.withLockedValue({ $0 }) else { return nil }
+        return try await eventLoop.submit { self.state.value.core.map(body) }.get()
     }
 
     // MARK: On the broker loop
@@ -94,7 +124,7 @@ public final class MQTTBrokerServer: Service, Sendable {
         let socketGroup = makeSocketGroup()
         let logger = self.logger
         let bootstraps = zip(configuration.listeners, tlsContexts).map { listener, tls in
-            let bootstrap = ServerBootstrap(group: eventLoop, childGroup: socketGroup)
+            let bootstrap = ServerBootstrap(group: nioLoop, childGroup: socketGroup)
                 .serverChannelOption(.backlog, value: 256)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
@@ -119,7 +149,7 @@ public final class MQTTBrokerServer: Service, Sendable {
             return (bootstrap: bootstrap, listener: listener)
         }
         let boundBootstraps = NIOLoopBound(bootstraps, eventLoop: coreLoop)
-        let parking: (watcher: SocketWatcher, adopter: SocketAdopter)?
+        let parking: (watcher: SocketWatcher, adopter: SocketAdopter?)?
         do {
             parking = try makeSocketWatcher(core: boundCore, socketGroup: socketGroup)
         } catch {
@@ -131,7 +161,7 @@ public final class MQTTBrokerServer: Service, Sendable {
                 boundBootstraps.value.map { bootstrap, listener in
                     // [park] Plain TCP is accepted by the watcher, which needs each socket's descriptor.
                     if let parking, listener.tls == nil {
-                        return self.listenOwnSocket(listener, watcher: parking.watcher, adopter: parking.adopter)
+                        return self.listenOwnSocket(listener, watcher: parking.watcher, adopter: parking.adopter, core: boundCore)
                     }
                     return bootstrap.bind(host: listener.host, port: listener.port).map { channel in
                         ListenerBinding.channel(channel)
@@ -171,33 +201,46 @@ public final class MQTTBrokerServer: Service, Sendable {
     /// [park] Starts the socket watcher when parking is on, and tells the core how to park and unpark.
     private func makeSocketWatcher(
         core: NIOLoopBound<BrokerCore>, socketGroup: any EventLoopGroup
-    ) throws -> (watcher: SocketWatcher, adopter: SocketAdopter)? {
-        guard configuration.parkIdleConnectionsAfter != nil else { return nil }
+    ) throws -> (watcher: SocketWatcher, adopter: SocketAdopter?)? {
+        guard configuration.parkIdleConnectionsAfter != nil || ownLoop != nil else { return nil }
         let logger = self.logger
         let watcher = try SocketWatcher(
             onParkedReady: { tickets in
                 core.eventLoop.execute { core.value.parkedSocketsReady(tickets) }
             },
             onAcceptError: { message in logger.error("\(message)") })
-        let adopter = SocketAdopter(socketGroup: socketGroup, core: core)
         state.value.socketWatcher = watcher
+        guard ownLoop == nil else {
+            signal(SIGPIPE, SIG_IGN)  // a write to a socket the client reset must fail, not end the process
+            return (watcher, nil)  // epoll sockets never park: they have no channel to give up
+        }
+        let adopter = SocketAdopter(socketGroup: socketGroup, core: core)
         core.value.socketWatcher = watcher
         core.value.socketAdopter = adopter
         return (watcher, adopter)
     }
 
-    /// [park] Binds a plain-TCP listener on a socket of the broker's own, accepted by the watcher.
+    /// [park] Binds a plain-TCP listener on a socket of the broker's own, accepted by the watcher. The accepted
+    /// sockets go to the core's own epoll loop when there is one, otherwise to SwiftNIO.
     private func listenOwnSocket(
-        _ listener: BrokerConfiguration.Listener, watcher: SocketWatcher, adopter: SocketAdopter
+        _ listener: BrokerConfiguration.Listener, watcher: SocketWatcher, adopter: SocketAdopter?,
+        core: NIOLoopBound<BrokerCore>
     ) -> EventLoopFuture<ListenerBinding> {
         eventLoop.makeCompletedFuture {
             let (descriptor, address) = try ListeningSocket.open(host: listener.host, port: listener.port)
             let logger = self.logger
             do {
-                try watcher.addListener(descriptor) { socket in
-                    ListeningSocket.configureAccepted(socket)
-                    adopter.adopt(socket, unparking: nil).whenFailure { error in
-                        logger.notice("could not take an accepted socket", metadata: ["error": "\(error)"])
+                if let ownLoop = self.ownLoop {
+                    try watcher.addListener(descriptor) { socket in
+                        ListeningSocket.configureAccepted(socket, noDelay: true)
+                        ownLoop.execute { EpollSocketTransport.serve(socket, core: core.value, loop: ownLoop) }
+                    }
+                } else if let adopter {
+                    try watcher.addListener(descriptor) { socket in
+                        ListeningSocket.configureAccepted(socket)
+                        adopter.adopt(socket, unparking: nil).whenFailure { error in
+                            logger.notice("could not take an accepted socket", metadata: ["error": "\(error)"])
+                        }
                     }
                 }
             } catch {
@@ -242,7 +285,7 @@ public final class MQTTBrokerServer: Service, Sendable {
     /// has exactly ``BrokerConfiguration/eventLoopCount`` loops, otherwise a group of that size the broker owns.
     /// (`ServerBootstrap` only spreads over a whole `MultiThreadedEventLoopGroup`, not over a subset of one.)
     private func makeSocketGroup() -> any EventLoopGroup {
-        guard socketEventLoopCount > 1 else { return eventLoop }
+        guard socketEventLoopCount > 1 else { return nioLoop }
         if Array(eventLoopGroup.makeIterator()).count == socketEventLoopCount {
             return eventLoopGroup
         }

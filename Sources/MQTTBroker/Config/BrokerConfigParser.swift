@@ -150,6 +150,10 @@ public enum BrokerConfigParser {
             settings.configuration.maxKeepalive = UInt16(try line.integer(line.single(), in: 0...65535))
         case "threads":
             settings.configuration.eventLoopCount = try line.integer(line.single(), in: 1...256)
+        case "socket_engine":
+            let value = try line.single()
+            guard let engine = SocketEngine(rawValue: value) else { throw line.invalid(value, expected: "auto or nio") }
+            settings.configuration.socketEngine = engine
         case "max_topic_levels":
             settings.configuration.maxTopicLevels = try line.integer(line.single(), in: 1...65535)
         case "connect_timeout":

@@ -62,7 +62,7 @@ struct ConfigLine {
         }
     }
 
-    private func invalid(_ value: String, expected: String) -> BrokerConfigError {
+    func invalid(_ value: String, expected: String) -> BrokerConfigError {
         .invalidValue(source: source, line: number, option: optionName, value: value, expected: expected)
     }
 }

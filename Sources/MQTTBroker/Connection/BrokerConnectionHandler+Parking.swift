@@ -18,7 +18,7 @@ extension BrokerConnectionHandler {
         }
         switch transport {
         case .pipeline, .relayed: return max(max(lastHeardAt, lastFlushedAt) + delay, parkNotBefore)
-        case .parked, nil: return nil
+        case .parked, .epoll, nil: return nil  // an epoll socket has no channel to give up
         }
     }
 
@@ -57,7 +57,7 @@ extension BrokerConnectionHandler {
         case .relayed(let relayed):
             parkRequestedAt = lastTrafficAt
             relayed.prepareToPark(descriptor: descriptor, handler: self)
-        case .parked, nil:
+        case .parked, .epoll, nil:
             return
         }
     }

@@ -63,7 +63,8 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     static let pausedInputLimit = 16 * 1024
     // [park] parking idle connections (BrokerConnectionHandler+Parking.swift).
     /// The socket's descriptor when the broker accepted it itself (plain TCP): only such a connection can park.
-    /// While on a channel, NIO owns it; while parked, ``ParkedSocket`` does.
+    /// While on a channel, NIO owns it; while parked, ``ParkedSocket`` does; on the epoll loop,
+    /// ``EpollSocketTransport`` does (and such a connection never parks).
     @exclusivity(unchecked) var socketDescriptor: CInt?
     /// When output was last flushed to the connection (when the client was last heard from, the state machine
     /// knows already). Stored per flush with the read batch's time, not per message.
@@ -111,7 +112,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     var socketEventLoop: any EventLoop {
         switch transport {
         case .relayed(let relayed): relayed.channel.eventLoop
-        case .pipeline, .parked, nil: core.eventLoop
+        case .pipeline, .parked, .epoll, nil: core.eventLoop
         }
     }
 
@@ -135,6 +136,14 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         self.init(core: core, usesCertificateIdentity: usesCertificateIdentity, socketDescriptor: socketDescriptor)
         self.transport = .relayed(
             RelayedChannel(channel: relayedChannel, relay: relay, handlerBox: handlerBox))
+        start()
+    }
+
+    /// A handler for a socket served on the core's own epoll loop; starts at once.
+    convenience init(core: BrokerCore, epollSocket: EpollSocketTransport) {
+        self.init(core: core, socketDescriptor: epollSocket.descriptor)
+        epollSocket.attach(self)
+        self.transport = .epoll(epollSocket)
         start()
     }
 
@@ -254,7 +263,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         signalClosed()
     }
 
-    /// A relayed socket was removed from its pipeline: nothing more can be written to it.
+    /// A relayed socket was removed from its pipeline, or an epoll socket closed: nothing more can be written to it.
     func relayRemoved() {
         transport = nil
         signalClosed()

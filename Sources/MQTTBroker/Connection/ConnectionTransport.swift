@@ -1,7 +1,8 @@
 import NIOCore
 
 /// Where a ``BrokerConnectionHandler`` writes its bytes: into its own pipeline when the socket is on the core's
-/// event loop, or through a ``RelayedChannel`` when the socket is served on another loop. Either way the buffers of
+/// event loop, or through a ``RelayedChannel`` when the socket is served on another loop, or straight to its socket
+/// when the core runs on the broker's own epoll loop. Either way the buffers of
 /// one batch are written at flush time, the last one with a promise, so the socket's loop can report once per
 /// batch how many bytes left memory (the pending-output bound, ``PendingOutputGate``).
 enum ConnectionTransport {
@@ -12,6 +13,8 @@ enum ConnectionTransport {
     /// The connection is parked: no NIO channel, the socket is watched by the broker's ``SocketWatcher``. Writes
     /// wait here until the connection is back on a channel (a flush brings it back).
     case parked(ParkedSocket)
+    /// The socket is served on the core's own ``EpollEventLoop``, with no NIO channel (``SocketEngine``).
+    case epoll(EpollSocketTransport)
 
     /// Queues `buffer` for the socket without flushing. An `ownBuffer` (the handler's coalescing buffer, shared
     /// with nothing) may be reused once written.
@@ -20,6 +23,7 @@ enum ConnectionTransport {
         case .pipeline(let pipeline): pipeline.write(buffer, ownBuffer: ownBuffer)
         case .relayed(let relayed): relayed.write(buffer)
         case .parked(let parked): parked.pendingWrites.append(buffer)
+        case .epoll(let socket): socket.write(buffer, ownBuffer: ownBuffer)
         }
     }
 
@@ -32,6 +36,7 @@ enum ConnectionTransport {
         case .parked(let parked):
             parked.pendingReportedBytes += bytes
             handler.unparkForOutput()
+        case .epoll(let socket): socket.flush(reportingWritten: bytes, to: handler)
         }
     }
 
@@ -41,6 +46,7 @@ enum ConnectionTransport {
         case .pipeline(let pipeline): pipeline.context.channel.remoteAddress
         case .relayed(let relayed): relayed.channel.remoteAddress
         case .parked(let parked): parked.remoteAddress
+        case .epoll(let socket): socket.remoteAddress
         }
     }
 
@@ -51,6 +57,7 @@ enum ConnectionTransport {
         case .pipeline(let pipeline): pipeline.close()
         case .relayed(let relayed): relayed.close()
         case .parked: break
+        case .epoll(let socket): socket.close()
         }
     }
 
@@ -60,6 +67,7 @@ enum ConnectionTransport {
         case .pipeline(let pipeline): pipeline.setReadingPaused(paused)
         case .relayed(let relayed): relayed.setReadingPausedByCore(paused)
         case .parked: break  // applied when the connection is back on a channel
+        case .epoll(let socket): socket.setReadingPaused(paused)
         }
     }
 }

@@ -14,7 +14,16 @@ extension Descriptor {
     /// whole process before it makes its first socket (no `send` with `MSG_NOSIGNAL` needed). A `write` is also
     /// what `/proc/PID/io` counts (`syscw`, not `send`), which the benchmarks read for system calls per message.
     @Sendable static func writeAvailable(_ descriptor: CInt, _ bytes: UnsafeRawBufferPointer) -> Int {
-        guard let base = bytes.baseAddress else { return 0 }
-        return max(write(descriptor, base, bytes.count), 0)
+        guard bytes.baseAddress != nil else { return 0 }
+        return max(write(descriptor, bytes), 0)
+    }
+
+    /// `write(2)` as it is: the bytes written, or -1 with `errno` set.
+    static func write(_ descriptor: CInt, _ bytes: UnsafeRawBufferPointer) -> Int {
+        #if canImport(Glibc)
+        Glibc.write(descriptor, bytes.baseAddress, bytes.count)
+        #elseif canImport(Musl)
+        Musl.write(descriptor, bytes.baseAddress, bytes.count)
+        #endif
     }
 }

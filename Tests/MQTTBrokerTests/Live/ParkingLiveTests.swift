@@ -22,10 +22,17 @@ struct ParkingLiveTests {
         try await poll(every: .milliseconds(10), for: timeout) { try await server.withCore(condition) == true }
     }
 
+    /// A broker that parks after ``delay``. Parking gives up SwiftNIO channels, so the broker serves its sockets
+    /// with SwiftNIO even on one loop (where it would otherwise use its own epoll loop, which parks nothing).
     func parkingBroker<T>(
         loops: Int = 1, _ body: (MQTTBrokerServer, SocketAddress) async throws -> T
     ) async throws -> T {
-        try await withLiveBroker(loops: loops, { $0.parkIdleConnectionsAfter = Self.delay }, body)
+        try await withLiveBroker(
+            loops: loops,
+            {
+                $0.parkIdleConnectionsAfter = Self.delay
+                $0.socketEngine = .swiftNIO
+            }, body)
     }
 
     @Test("an idle subscriber parks, and a message to it brings it back and arrives", arguments: [1, 3])
