@@ -4,6 +4,8 @@
 #      brokers (ours in-process, and real mosquitto processes) on free loopback ports;
 #   2. the black-box end-to-end suite (pytest Tests/e2e): paho-mqtt, mosquitto_pub/mosquitto_sub and
 #      raw sockets against our broker and a real mosquitto, plus the built mqttchat CLI and examples;
+#      then its cases for our broker once more with one socket loop (threads 1), where the broker serves
+#      plain TCP on its own epoll loop instead of SwiftNIO (socket_engine auto);
 #   3. a bounded libFuzzer run on the packet decoder (FUZZ_SECONDS, default 30).
 # Every stage runs even if an earlier one fails; the exit status is non-zero if any failed.
 set -uo pipefail
@@ -23,6 +25,10 @@ MQTTCHAT_BIN="$(swift build --show-bin-path)/mqttchat" \
   python3 -m pytest -q -rfE -p no:cacheprovider Tests/e2e 2>&1 | tee "$logs/pytest.log" ||
   failed+=("pytest Tests/e2e")
 
+MQTTCHAT_E2E_THREADS=1 MQTTCHAT_E2E_KINDS=mqttchat MQTTCHAT_BIN="$(swift build --show-bin-path)/mqttchat" \
+  python3 -m pytest -q -rfE -p no:cacheprovider Tests/e2e 2>&1 | tee "$logs/pytest-one-loop.log" ||
+  failed+=("pytest Tests/e2e (threads 1)")
+
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}" || failed+=("fuzz")
 
 if [ ${#failed[@]} -gt 0 ]; then
@@ -35,6 +41,9 @@ if [ ${#failed[@]} -gt 0 ]; then
       "pytest Tests/e2e")
         echo "test.sh: what failed in pytest Tests/e2e:" >&2
         grep -a -E '^(FAILED|ERROR) ' "$logs/pytest.log" | head -n 60 >&2 ;;
+      "pytest Tests/e2e (threads 1)")
+        echo "test.sh: what failed in pytest Tests/e2e with threads 1:" >&2
+        grep -a -E '^(FAILED|ERROR) ' "$logs/pytest-one-loop.log" | head -n 60 >&2 ;;
       *) ;;
     esac
   done

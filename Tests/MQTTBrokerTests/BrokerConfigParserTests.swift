@@ -11,6 +11,7 @@ struct BrokerConfigParserTests {
         let settings = try BrokerConfigParser.parse("")
         #expect(settings.configuration.listeners == [.init(host: "127.0.0.1", port: 1883)])
         #expect(settings.configuration.allowAnonymous)
+        #expect(settings.configuration.socketEngine == .automatic)
         #expect(settings.logLevel == .info)
     }
 
@@ -30,6 +31,7 @@ struct BrokerConfigParserTests {
             max_keepalive 120
             max_topic_levels 16
             threads 3
+            socket_engine nio
             connect_timeout 3
             persistence false
             log_dest stdout
@@ -49,6 +51,7 @@ struct BrokerConfigParserTests {
         #expect(config.maxKeepalive == 120)
         #expect(config.maxTopicLevels == 16)
         #expect(config.eventLoopCount == 3)
+        #expect(config.socketEngine == .swiftNIO)
         #expect(config.connectTimeout == .seconds(3))
         #expect(settings.logDestination == .stdout)
         #expect(settings.logLevel == .debug)
@@ -69,6 +72,7 @@ struct BrokerConfigParserTests {
             ("max_qos 3", .invalidValue(source: "t", line: 1, option: "max_qos", value: "3", expected: "an integer in 0...2")),
             ("listener 70000", .invalidValue(source: "t", line: 1, option: "listener", value: "70000", expected: "an integer in 0...65535")),
             ("allow_anonymous yes", .invalidValue(source: "t", line: 1, option: "allow_anonymous", value: "yes", expected: "true or false")),
+            ("socket_engine epoll", .invalidValue(source: "t", line: 1, option: "socket_engine", value: "epoll", expected: "auto or nio")),
         ]
         for (text, expected) in cases {
             #expect(throws: expected, "\(text)") { try BrokerConfigParser.parse(text, source: "t") }

@@ -150,9 +150,16 @@ final class EpollSocketTransport: EpollEventHandler {
         }
     }
 
-    /// A paused socket is not watched for reading, so it is reported only on a hang-up or an error: look without
-    /// reading whether the client is gone.
+    /// A paused socket is not watched for reading, so it is reported only on a hang-up or an error (a reset): end
+    /// the connection. Unread bytes do not count (a reset socket still holds what it received before), so the
+    /// socket's error is asked first; without one, a peek tells an end of file from a spurious report.
     private func checkPausedSocket(_ handler: BrokerConnectionHandler) {
+        var error: CInt = 0
+        var length = socklen_t(MemoryLayout<CInt>.size)
+        if getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &error, &length) == 0, error != 0 {
+            end(handler, .failed(error))
+            return
+        }
         var byte: UInt8 = 0
         let result = recv(descriptor, &byte, 1, CInt(MSG_PEEK | MSG_DONTWAIT))
         if result == 0 {
