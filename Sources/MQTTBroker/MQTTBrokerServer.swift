@@ -77,7 +77,7 @@ public final class MQTTBrokerServer: Service, Sendable {
     public func start() async throws -> [SocketAddress] {
         // [tls] One TLS context per TLS listener, built off the event loops (it reads files); throws BrokerTLSError.
         let tlsContexts = try await TLSListenerContext.make(for: configuration.listeners)
-        guard !ownLoopStopped.withLockedValue({ $0 }) else { throw MQTTBrokerError.alreadyShutDown }
+        guard ownLoop == nil || !ownLoopStopped.withLockedValue({ $0 }) else { throw MQTTBrokerError.alreadyShutDown }
         return try await eventLoop.flatSubmit { self.startOnLoop(tlsContexts: tlsContexts) }.get()
     }
 
@@ -95,18 +95,24 @@ public final class MQTTBrokerServer: Service, Sendable {
 
     /// Stops the listeners and closes all connections without publishing wills; idempotent.
     public func shutdown() async {
-        let loopStopped = ownLoopStopped.withLockedValue { stopped in
+        guard let ownLoop else {
+            try? await eventLoop.flatSubmit { self.shutdownOnLoop() }.get()
+            return
+        }
+        // The broker's own loop stops once the broker has; a loop that stopped runs no task, so nothing may be
+        // submitted to it after that (a second call returns at once).
+        let alreadyStopping = ownLoopStopped.withLockedValue { stopped in
             defer { stopped = true }
             return stopped
         }
-        guard !loopStopped else { return }
+        guard !alreadyStopping else { return }
         try? await eventLoop.flatSubmit { self.shutdownOnLoop() }.get()
-        try? await ownLoop?.shutdownGracefully()
+        try? await ownLoop.shutdownGracefully()
     }
 
     /// Runs `body` with the broker core on its event loop (for tests and diagnostics); nil before ``start()``.
     func withCore<T: Sendable>(_ body: @escaping @Sendable (BrokerCore) -> T) async throws -> T? {
-        guard !ownLoopStopped.withLockedValue({ $0 }) else { return nil }
+        guard ownLoop == nil || !ownLoopStopped.withLockedValue({ $0 }) else { return nil }
         return try await eventLoop.submit { self.state.value.core.map(body) }.get()
     }
 

@@ -11,7 +11,8 @@ extension Descriptor {
     /// for the socket or meets the same error and closes the channel: no error is handled here.
     ///
     /// `write(2)`, as NIO writes: the socket is NIO's, so it is non-blocking, and NIO ignores `SIGPIPE` for the
-    /// whole process before it makes its first socket (no `send` with `MSG_NOSIGNAL` needed). A `write` is also
+    /// whole process before it makes its first socket (no `send` with `MSG_NOSIGNAL` needed; the broker ignores it
+    /// too when it serves sockets on its own epoll loop). A `write` is also
     /// what `/proc/PID/io` counts (`syscw`, not `send`), which the benchmarks read for system calls per message.
     @Sendable static func writeAvailable(_ descriptor: CInt, _ bytes: UnsafeRawBufferPointer) -> Int {
         guard bytes.baseAddress != nil else { return 0 }
