@@ -155,19 +155,19 @@ public final class MQTTBrokerServer: Service, Sendable {
             return (bootstrap: bootstrap, listener: listener)
         }
         let boundBootstraps = NIOLoopBound(bootstraps, eventLoop: coreLoop)
-        let parking: (watcher: SocketWatcher, adopter: SocketAdopter?)?
+        let ownSockets: (watcher: SocketWatcher, onAccepted: @Sendable (CInt) -> Void)?
         do {
-            parking = try makeSocketWatcher(core: boundCore, socketGroup: socketGroup)
+            ownSockets = try makeSocketWatcher(core: boundCore, socketGroup: socketGroup)
         } catch {
             return eventLoop.makeFailedFuture(error)
         }
-        let watcher = parking?.watcher
+        let watcher = ownSockets?.watcher
         let binds = core.openPersistence().flatMap {  // [persist] recover before accepting clients
             EventLoopFuture.whenAllComplete(
                 boundBootstraps.value.map { bootstrap, listener in
                     // [park] Plain TCP is accepted by the watcher, which needs each socket's descriptor.
-                    if let parking, listener.tls == nil {
-                        return self.listenOwnSocket(listener, watcher: parking.watcher, adopter: parking.adopter, core: boundCore)
+                    if let ownSockets, listener.tls == nil {
+                        return self.listenOwnSocket(listener, watcher: ownSockets.watcher, onAccepted: ownSockets.onAccepted)
                     }
                     return bootstrap.bind(host: listener.host, port: listener.port).map { channel in
                         ListenerBinding.channel(channel)
@@ -204,10 +204,12 @@ public final class MQTTBrokerServer: Service, Sendable {
         return started
     }
 
-    /// [park] Starts the socket watcher when parking is on, and tells the core how to park and unpark.
+    /// Starts the socket watcher, which accepts plain-TCP sockets, when the broker accepts them itself: to serve them
+    /// on its own epoll loop, or to park them (then it tells the core how to park and unpark). Returns it with
+    /// where an accepted socket goes.
     private func makeSocketWatcher(
         core: NIOLoopBound<BrokerCore>, socketGroup: any EventLoopGroup
-    ) throws -> (watcher: SocketWatcher, adopter: SocketAdopter?)? {
+    ) throws -> (watcher: SocketWatcher, onAccepted: @Sendable (CInt) -> Void)? {
         guard configuration.parkIdleConnectionsAfter != nil || ownLoop != nil else { return nil }
         let logger = self.logger
         let watcher = try SocketWatcher(
@@ -216,39 +218,35 @@ public final class MQTTBrokerServer: Service, Sendable {
             },
             onAcceptError: { message in logger.error("\(message)") })
         state.value.socketWatcher = watcher
-        guard ownLoop == nil else {
-            signal(SIGPIPE, SIG_IGN)  // a write to a socket the client reset must fail, not end the process
-            return (watcher, nil)  // epoll sockets never park: they have no channel to give up
+        if let ownLoop {  // epoll sockets never park: they have no channel to give up
+            // SwiftNIO ignores SIGPIPE before its first socket, which may never come now: a write to a socket the
+            // client reset must fail with EPIPE, not end the process.
+            signal(SIGPIPE, SIG_IGN)
+            return (watcher, { socket in
+                ListeningSocket.configureAccepted(socket, noDelay: true)
+                ownLoop.execute { EpollSocketTransport.serve(socket, core: core.value, loop: ownLoop) }
+            })
         }
         let adopter = SocketAdopter(socketGroup: socketGroup, core: core)
         core.value.socketWatcher = watcher
         core.value.socketAdopter = adopter
-        return (watcher, adopter)
+        return (watcher, { socket in
+            ListeningSocket.configureAccepted(socket)
+            adopter.adopt(socket, unparking: nil).whenFailure { error in
+                logger.notice("could not take an accepted socket", metadata: ["error": "\(error)"])
+            }
+        })
     }
 
-    /// [park] Binds a plain-TCP listener on a socket of the broker's own, accepted by the watcher. The accepted
-    /// sockets go to the core's own epoll loop when there is one, otherwise to SwiftNIO.
+    /// Binds a plain-TCP listener on a socket of the broker's own, accepted by the watcher, which hands each
+    /// accepted socket to `onAccepted`.
     private func listenOwnSocket(
-        _ listener: BrokerConfiguration.Listener, watcher: SocketWatcher, adopter: SocketAdopter?,
-        core: NIOLoopBound<BrokerCore>
+        _ listener: BrokerConfiguration.Listener, watcher: SocketWatcher, onAccepted: @escaping @Sendable (CInt) -> Void
     ) -> EventLoopFuture<ListenerBinding> {
         eventLoop.makeCompletedFuture {
             let (descriptor, address) = try ListeningSocket.open(host: listener.host, port: listener.port)
-            let logger = self.logger
             do {
-                if let ownLoop = self.ownLoop {
-                    try watcher.addListener(descriptor) { socket in
-                        ListeningSocket.configureAccepted(socket, noDelay: true)
-                        ownLoop.execute { EpollSocketTransport.serve(socket, core: core.value, loop: ownLoop) }
-                    }
-                } else if let adopter {
-                    try watcher.addListener(descriptor) { socket in
-                        ListeningSocket.configureAccepted(socket)
-                        adopter.adopt(socket, unparking: nil).whenFailure { error in
-                            logger.notice("could not take an accepted socket", metadata: ["error": "\(error)"])
-                        }
-                    }
-                }
+                try watcher.addListener(descriptor, onAccepted: onAccepted)
             } catch {
                 Descriptor.close(descriptor)
                 throw error

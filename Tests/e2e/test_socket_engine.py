@@ -77,3 +77,15 @@ def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_the_broker_ignores_sigpipe_once_it_serves_a_client(one_loop_broker):
+    """A write to a socket whose client is gone fails with EPIPE; unless SIGPIPE is ignored, the same write
+    ends the process. The broker's own loop stops writing at a socket's first error, so a test cannot count
+    on provoking that write: it reads the process's ignored-signal mask instead."""
+    b = one_loop_broker
+    with raw.RawClient(b.port) as c:
+        assert c.connect_ok(unique("pipe")) is False
+        with open(f"/proc/{b.proc.pid}/status") as f:
+            ignored = int(next(line for line in f if line.startswith("SigIgn:")).split()[1], 16)
+        assert ignored & (1 << (13 - 1)), f"SIGPIPE is not ignored (SigIgn {ignored:#x})"

@@ -104,7 +104,6 @@ final class EpollSocketTransport: EpollEventHandler {
             let size = sizing.currentSize
             var buffer = receiveBuffer.take() ?? core.allocator.buffer(capacity: size)
             buffer.clear()  // new storage when someone still holds the last read's bytes
-            if buffer.capacity < size { buffer = core.allocator.buffer(capacity: size) }
             var result = 0
             buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 0) { raw in
                 result = read(self.descriptor, raw.baseAddress, min(raw.count, size))
@@ -123,9 +122,9 @@ final class EpollSocketTransport: EpollEventHandler {
             }
             reads += 1
             if reads == 1 { core.pipelineReadBegins() }
-            let resized = sizing.record(actualReadBytes: result) || sizing.currentSize != size
+            _ = sizing.record(actualReadBytes: result)
             handler.received(buffer)
-            receiveBuffer = resized ? nil : buffer
+            receiveBuffer = sizing.currentSize == size ? buffer : nil  // a new size gets a new buffer
             if result < size { break }
         }
         if reads > 0 {

@@ -11,7 +11,7 @@ import NIOCore
 
 /// One thread of the broker's own, blocked in `epoll_wait`, that watches two kinds of sockets:
 /// - the plain-TCP listening sockets: it accepts their connections and hands each new socket to `onAccepted` of its
-///   listener (which gives it to SwiftNIO);
+///   listener (which gives it to the broker's own epoll loop, or to SwiftNIO);
 /// - the sockets of parked connections (``BrokerConnectionHandler`` + Parking): idle connections whose NIO channel
 ///   was released.
 ///   When one becomes readable (the client sent something, or closed), its ticket goes to `onParkedReady` with the

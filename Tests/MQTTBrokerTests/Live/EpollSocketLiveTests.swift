@@ -21,7 +21,7 @@ struct EpollSocketLiveTests {
     }
 
     @Test(
-        "on one loop, socket_engine auto serves plain TCP on the broker's epoll loop and nio on SwiftNIO; both deliver",
+        "on one loop, socket_engine auto serves plain TCP on the broker's epoll loop and nio on SwiftNIO; both deliver, without Nagle",
         arguments: [SocketEngine.automatic, .swiftNIO])
     func engineChoice(engine: SocketEngine) async throws {
         try await withLiveBroker(loops: 1, { $0.socketEngine = engine }) { server, address in
@@ -30,6 +30,14 @@ struct EpollSocketLiveTests {
             let (publisher, _) = try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "engine-pub"))
             #expect(try await servedOnEpoll(server, "engine-sub") == (engine == .automatic))
             #expect(try await servedOnEpoll(server, "engine-pub") == (engine == .automatic))
+            // Small packets leave at once: Nagle's algorithm is off on the broker's side of the socket.
+            let descriptor = try #require(try await server.withCore {
+                $0.session(forClientID: "engine-sub")?.connection?.socketDescriptor
+            } ?? nil)
+            var noDelay: CInt = 0
+            var length = socklen_t(MemoryLayout<CInt>.size)
+            #expect(getsockopt(descriptor, CInt(IPPROTO_TCP), TCP_NODELAY, &noDelay, &length) == 0)
+            #expect(noDelay != 0)
             try await publisher.send(
                 .publish(PublishPacket(topic: "engine/t", payload: ByteBuffer(string: "hi"), qos: .atLeastOnce, packetID: 7)))
             #expect(String(buffer: try await subscriber.nextPublish().payload) == "hi")
