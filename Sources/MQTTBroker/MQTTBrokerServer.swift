@@ -124,6 +124,7 @@ public final class MQTTBrokerServer: Service, Sendable {
             return eventLoop.makeFailedFuture(MQTTBrokerError.alreadyShutDown)
         }
         let core = BrokerCore(configuration: configuration, logger: logger, eventLoop: eventLoop)
+        if let ownLoop { core.flushAtIterationEnd(of: ownLoop) }
         state.value.core = core
         let boundCore = NIOLoopBound(core, eventLoop: eventLoop)
         let coreLoop = eventLoop

@@ -199,6 +199,63 @@ struct EpollEventLoopTests {
         #expect(ranQueuedTask.wait(timeout: .now() + 2) == .success, "the handler's task did not run within 2 s")
     }
 
+    @Test("the iteration-end handler runs once the iteration's ready descriptors and queued tasks are served")
+    func iterationEndHandlerRunsLast() throws {
+        let loop = try EpollEventLoop()
+        defer { shutDown(loop) }
+        let (first, firstPeer) = try socketPair()
+        let (second, secondPeer) = try socketPair()
+        defer { close(first); close(firstPeer); close(second); close(secondPeer) }
+        let log = NIOLockedValueBox<[String]>([])
+        let sawBoth = DispatchSemaphore(value: 0)
+        let firstHandler = RecordingHandler()
+        let secondHandler = RecordingHandler()
+        firstHandler.onRead = {
+            log.withLockedValue { $0.append("read") }
+            loop.execute { log.withLockedValue { $0.append("task") } }
+        }
+        secondHandler.onRead = { log.withLockedValue { $0.append("read") } }
+        let registered = loop.submit {
+            try loop.register(first, interest: .readable, handler: firstHandler)
+            try loop.register(second, interest: .readable, handler: secondHandler)
+            loop.setIterationEndHandler {
+                let reads = log.withLockedValue { entries in
+                    entries.append("end")
+                    return entries.filter { $0 == "read" }.count
+                }
+                if reads == 2 { sawBoth.signal() }
+            }
+        }
+        _ = try #require(value(of: registered)).get()
+        // Both sockets become readable while the loop is busy in a task, so its next wait returns both at once.
+        let writesMade = DispatchSemaphore(value: 0)
+        loop.execute { _ = writesMade.wait(timeout: .now() + 5) }
+        for peer in [firstPeer, secondPeer] {
+            _ = "x".utf8.withContiguousStorageIfAvailable { write(peer, $0.baseAddress, $0.count) }
+        }
+        writesMade.signal()
+        #expect(sawBoth.wait(timeout: .now() + 5) == .success, "the iteration-end handler did not see both reads")
+        let entries = log.withLockedValue { $0 }
+        let firstRead = try #require(entries.firstIndex(of: "read"))
+        #expect(Array(entries[firstRead...].prefix(4)) == ["read", "read", "task", "end"], "\(entries)")
+    }
+
+    @Test("a stopped loop lets go of its iteration-end handler")
+    func iterationEndHandlerIsReleasedOnStop() throws {
+        final class Captured: Sendable {}
+        let loop = try EpollEventLoop()
+        weak var captured: Captured?
+        do {
+            let strong = Captured()
+            captured = strong
+            let set = loop.submit { loop.setIterationEndHandler { _ = strong } }
+            _ = try #require(value(of: set)).get()
+        }
+        #expect(captured != nil, "the loop holds its handler while it runs")
+        shutDown(loop)
+        #expect(captured == nil)
+    }
+
     @Test("registering a descriptor that is not open fails with the system call's error")
     func registeringABadDescriptorFails() throws {
         let loop = try EpollEventLoop()

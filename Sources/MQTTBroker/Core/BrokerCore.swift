@@ -1,3 +1,4 @@
+import EpollEventLoop
 import Logging
 import MQTTCore
 import NIOCore
@@ -341,6 +342,9 @@ final class BrokerCore {
 
     /// Whether a flush of the dirty connections is already scheduled for the end of this loop tick.
     @exclusivity(unchecked) private var flushScheduled = false
+    /// The end-of-tick flush is made by the loop's iteration-end handler, not a task queued for it
+    /// (``flushAtIterationEnd(of:)``).
+    @exclusivity(unchecked) private var flushesAtIterationEnd = false
     /// When the read batch of a socket on this loop began: set by its first `channelRead`, cleared when the batch
     /// completes or the socket closes or fails (both of which flush too). Nil outside a batch.
     @exclusivity(unchecked) private(set) var pipelineReadStartedAt: NIODeadline?
@@ -447,10 +451,26 @@ final class BrokerCore {
     private func scheduleEndOfTickFlush() {
         guard !flushScheduled else { return }
         flushScheduled = true
+        guard !flushesAtIterationEnd else { return }  // the loop calls flushIfScheduled() at the end of its iteration
         eventLoop.assumeIsolated().execute { [self] in
-            flushScheduled = false
-            flushDirty()
+            flushIfScheduled()
         }
+    }
+
+    private func flushIfScheduled() {
+        guard flushScheduled else { return }
+        flushScheduled = false
+        flushDirty()
+    }
+
+    /// Makes the end-of-tick flush on `loop`, the core's own loop, from the loop's iteration-end handler: every
+    /// message whose publisher's acknowledgement waits for the end of the tick would otherwise cost a queued task
+    /// (an allocation, two lock round trips and an extra `epoll_wait`). Call on `loop` before serving sockets. The
+    /// handler holds the core until the loop stops.
+    func flushAtIterationEnd(of loop: EpollEventLoop) {
+        precondition(loop === eventLoop, "the core flushes at the end of its own loop's iterations")
+        flushesAtIterationEnd = true
+        loop.setIterationEndHandler { [self] in flushIfScheduled() }
     }
 
     // MARK: Sessions
