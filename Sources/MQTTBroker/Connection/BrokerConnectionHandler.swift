@@ -20,6 +20,8 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     private var remoteAddress: SocketAddress? { transport?.remoteAddress }
     @exclusivity(unchecked) var transport: ConnectionTransport?
     @exclusivity(unchecked) private var decoder: MQTTPacketDecoder
+    /// The route this client's last PUBLISH took (``BrokerCore/route(_:from:)``).
+    @exclusivity(unchecked) var routeHint: RouteCache<SessionKey>.Hint?
     @exclusivity(unchecked) private var cumulation: ByteBuffer?
     @exclusivity(unchecked) private var stateMachine: ConnectionStateMachine
     /// When this connection's timer (connect timeout, keepalive) is due, in the core's deadline heap; nil when

@@ -217,7 +217,10 @@ final class BrokerCore {
         // A `let` the closure below borrows; it would copy a `var` it captured for every session it enqueues to.
         let forwarded = consume message
         var sharedQoS0: PublishEncoding.Encoded?
-        subscriptionIndex.forEachMatch(topic: forwarded.topic) { key, grantedQoS in
+        // A publisher's connection keeps the route it found last: its next message to the same topic skips the
+        // route cache's hash of the topic. Moved out and back, not copied, so it costs no reference counting.
+        var routeHint = publisher?.routeHint.take()
+        subscriptionIndex.forEachMatch(topic: forwarded.topic, hint: &routeHint) { key, grantedQoS in
             guard let session = sessionsByKey[key] else { return }
             guard session.accessPolicy.mayReceive(forwarded.topic) else { return }  // [auth] read ACL per message
             let qos = min(forwarded.qos, grantedQoS)
@@ -245,6 +248,7 @@ final class BrokerCore {
                 noteDroppedSlowConsumer(session)  // [flow]
             }
         }
+        publisher?.routeHint = routeHint
         recorder?.finish()  // [persist]
     }
 

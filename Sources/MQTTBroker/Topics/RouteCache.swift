@@ -22,13 +22,22 @@ struct RouteCache<Subscriber: Hashable> {
     /// Routings since the last clear before anything is stored.
     let warmUpRoutes: Int
 
+    /// The route a caller found last, which its next lookup tries first: most publishers send to one topic again
+    /// and again (and the decoder hands over the same string each time), so a comparison of the topic's bytes
+    /// answers it without hashing them for the dictionary. Each publisher's connection keeps its own, so
+    /// publishers taking turns (pairs, fan-in to many topics) do not overwrite each other's. Valid only while the
+    /// cache is unchanged since it was taken: its matches are then the dictionary's, so it is exactly as fresh.
+    struct Hint {
+        fileprivate let topic: String
+        fileprivate let generation: UInt64
+        fileprivate let matches: [Match]
+    }
+
     private var routes: [UTF8Key<String>: [Match]] = [:]
     private var heldMatches = 0
     private var routesSinceClear = 0
-    /// The topic found last and its matches: a publisher's read batch routes the same topic again and again (and
-    /// the decoder hands over the same string each time), which a string comparison answers without hashing the
-    /// topic's bytes for the dictionary. Its matches are the dictionary's, so it is exactly as fresh.
-    private var lastFound: (topic: String, matches: [Match])?
+    /// Changes with every change of what ``routes`` holds; a hint taken under another generation is ignored.
+    private var generation: UInt64 = 0
 
     init(capacity: Int = 4096, maximumMatches: Int = 65_536, warmUpRoutes: Int = 32) {
         self.capacity = capacity
@@ -39,15 +48,22 @@ struct RouteCache<Subscriber: Hashable> {
     /// The number of topics held.
     var count: Int { routes.count }
 
-    /// The matches stored for `topic` (compared byte for byte), counting the routing.
-    mutating func lookup(_ topic: String) -> [Match]? {
+    /// The matches stored for `topic` (compared byte for byte), counting the routing. `hint` is tried first, and
+    /// is set to what was found.
+    mutating func lookup(_ topic: String, hint: inout Hint?) -> [Match]? {
         routesSinceClear &+= 1
         guard !routes.isEmpty else { return nil }
         // Byte for byte, as the dictionary compares (String's `==` is canonical equivalence, which MQTT forbids).
-        if let lastFound, UTF8Key(lastFound.topic) == UTF8Key(topic) { return lastFound.matches }
+        if let hint, hint.generation == generation, UTF8Key(hint.topic) == UTF8Key(topic) { return hint.matches }
         guard let matches = routes[UTF8Key(topic)] else { return nil }
-        lastFound = (topic, matches)
+        hint = Hint(topic: topic, generation: generation, matches: matches)
         return matches
+    }
+
+    /// The matches stored for `topic`, for a caller that keeps no hint.
+    mutating func lookup(_ topic: String) -> [Match]? {
+        var hint: Hint?
+        return lookup(topic, hint: &hint)
     }
 
     /// Whether ``store(_:for:)`` would keep a new topic now (warm and not full): the caller only gathers the
@@ -59,7 +75,7 @@ struct RouteCache<Subscriber: Hashable> {
         guard acceptsNewRoutes, heldMatches + matches.count <= maximumMatches else { return }
         routes[UTF8Key(topic)] = matches
         heldMatches += matches.count
-        lastFound = nil  // the memo never outlives a change of what the dictionary holds
+        generation &+= 1  // no hint outlives a change of what the dictionary holds
     }
 
     /// Forgets every stored route (the subscriptions changed).
@@ -68,7 +84,7 @@ struct RouteCache<Subscriber: Hashable> {
             routes.removeAll(keepingCapacity: true)
             heldMatches = 0
         }
-        lastFound = nil
+        generation &+= 1
         routesSinceClear = 0
     }
 }

@@ -58,12 +58,24 @@ final class SubscriptionIndex<Subscriber: Hashable> {
     /// into a dictionary. A topic routed again finds its matches in a ``RouteCache``, cleared on every change of
     /// the subscriptions. `body` may call back into the index; such a nested call just allocates its own scratch.
     func forEachMatch(topic: String, _ body: (Subscriber, QoS) -> Void) {
-        if let cached = routeCache.lookup(topic) {
+        var hint: RouteCache<Subscriber>.Hint?
+        forEachMatch(topic: topic, hint: &hint, body)
+    }
+
+    /// ``forEachMatch(topic:_:)`` for a caller that keeps the route it found last (a publisher's connection), which
+    /// spares the cache's hash of the topic when the topic is the same as last time.
+    func forEachMatch(topic: String, hint: inout RouteCache<Subscriber>.Hint?, _ body: (Subscriber, QoS) -> Void) {
+        if let cached = routeCache.lookup(topic, hint: &hint) {
             for match in cached {
                 body(match.subscriber, match.qos)
             }
             return
         }
+        forEachMatchInTrie(topic: topic, body)
+    }
+
+    /// Matches `topic` in the trie, and stores its route in the cache if the cache takes it.
+    private func forEachMatchInTrie(topic: String, _ body: (Subscriber, QoS) -> Void) {
         var nodes = scratchNodes
         scratchNodes = []
         defer {

@@ -341,18 +341,45 @@ struct RouteCacheTests {
         }
     }
 
-    @Test("the last route found is forgotten with the others when the subscriptions change")
-    func lastFoundRouteIsCleared() {
+    @Test("a publisher's hint answers only its own topic, and only until the cache changes")
+    func hintsAreNeverStale() {
         var cache = RouteCache<String>(capacity: 4, maximumMatches: 8, warmUpRoutes: 0)
+        var hint: RouteCache<String>.Hint?
         cache.store([.init(subscriber: "old", qos: .atMostOnce)], for: "t1")
-        #expect(cache.lookup("t1")?.map(\.subscriber) == ["old"])  // the last route found now
-        #expect(cache.lookup("t1")?.map(\.subscriber) == ["old"])  // and found again through it
+        cache.store([.init(subscriber: "other", qos: .atMostOnce)], for: "t2")
+        #expect(cache.lookup("t1", hint: &hint)?.map(\.subscriber) == ["old"])  // the hint now holds t1's route
+        #expect(cache.lookup("t1", hint: &hint)?.map(\.subscriber) == ["old"])  // and answers t1 again
+        #expect(cache.lookup("t2", hint: &hint)?.map(\.subscriber) == ["other"])  // but not another topic
+        #expect(cache.lookup("t2\u{0}", hint: &hint) == nil)  // nor one it prefixes
+        _ = cache.lookup("t1", hint: &hint)
         cache.clear()
         cache.store([.init(subscriber: "other", qos: .atMostOnce)], for: "t2")  // not empty again
-        #expect(cache.lookup("t1") == nil)
+        #expect(cache.lookup("t1", hint: &hint) == nil)  // the hint from before the clear is not used
+        _ = cache.lookup("t1", hint: &hint)
         cache.store([.init(subscriber: "new", qos: .atLeastOnce)], for: "t1")
-        #expect(cache.lookup("t1")?.map(\.subscriber) == ["new"])
-        #expect(cache.lookup("t2")?.map(\.subscriber) == ["other"])
+        #expect(cache.lookup("t1", hint: &hint)?.map(\.subscriber) == ["new"])
+        #expect(cache.lookup("t2", hint: &hint)?.map(\.subscriber) == ["other"])
+    }
+
+    @Test("routes through a publisher's hint follow every subscription change")
+    func hintedRoutesFollowSubscriptions() {
+        let index = SubscriptionIndex<String>()
+        var hint: RouteCache<String>.Hint?
+        func hinted(_ topic: String) -> [String] {
+            var visited: [String] = []
+            index.forEachMatch(topic: topic, hint: &hint) { subscriber, qos in visited.append("\(subscriber)@\(qos.rawValue)") }
+            return visited.sorted()
+        }
+        index.subscribe("a", to: "room/+", qos: .atMostOnce)
+        for _ in 0...RouteCache<String>().warmUpRoutes { _ = hinted("room/1") }
+        #expect(hinted("room/1") == ["a@0"])
+        index.subscribe("b", to: "room/#", qos: .exactlyOnce)
+        for _ in 0...RouteCache<String>().warmUpRoutes { #expect(hinted("room/1") == ["a@0", "b@2"]) }
+        index.unsubscribe("a", from: "room/+")
+        #expect(hinted("room/1") == ["b@2"])
+        #expect(hinted("room/2") == ["b@2"])
+        index.unsubscribe("b", from: "room/#")
+        #expect(hinted("room/2") == [])
     }
 
     @Test("byte-distinct topics have distinct cached routes (MQTT-4.7.3-4)")
