@@ -37,7 +37,9 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
     // exclusivity check costs some 60 instructions per access on every iteration.
     @exclusivity(unchecked) private var scheduled = Heap<ScheduledEntry>()
     @exclusivity(unchecked) private var nextScheduledID: UInt64 = 0
-    @exclusivity(unchecked) private var handlers: [CInt: any EpollEventHandler] = [:]
+    /// Indexed by descriptor: the kernel hands out the lowest free numbers, so the array stays as long as the most
+    /// descriptors open at once, and finding a ready descriptor's handler costs no hash.
+    @exclusivity(unchecked) private var handlers: [(any EpollEventHandler)?] = []
     /// A task was queued from the loop itself (which writes no wake-up): the next wait must not block.
     @exclusivity(unchecked) private var queuedOnLoop = false
     @exclusivity(unchecked) private var iterationEndHandler: (() -> Void)?
@@ -165,7 +167,11 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
         preconditionInEventLoop(file: #file, line: #line)
         try epoll.control(
             EPOLL_CTL_ADD, descriptor, events: interest.events, data: Self.tag(descriptor), "epoll_ctl(add)")
-        handlers[descriptor] = handler
+        let index = Int(descriptor)
+        if index >= handlers.count {
+            handlers.append(contentsOf: repeatElement(nil, count: index - handlers.count + 1))
+        }
+        handlers[index] = handler
     }
 
     /// Changes what `descriptor` is watched for. Call on the loop.
@@ -178,7 +184,8 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
     /// Stops watching `descriptor` and releases its handler; call before closing it. Call on the loop.
     public func deregister(_ descriptor: CInt) {
         preconditionInEventLoop(file: #file, line: #line)
-        guard handlers.removeValue(forKey: descriptor) != nil else { return }
+        guard let index = Self.index(descriptor, in: handlers), handlers[index] != nil else { return }
+        handlers[index] = nil
         epoll.remove(descriptor)
     }
 
@@ -196,6 +203,12 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
     public func setIterationEndHandler(_ handler: (() -> Void)?) {
         preconditionInEventLoop(file: #file, line: #line)
         iterationEndHandler = handler
+    }
+
+    /// `descriptor`'s slot in `handlers`, if it has one.
+    private static func index(_ descriptor: CInt, in handlers: [(any EpollEventHandler)?]) -> Int? {
+        let index = Int(descriptor)
+        return handlers.indices.contains(index) ? index : nil
     }
 
     /// A descriptor's events carry its number (never ``EpollSet/wakeupTag``).
@@ -245,11 +258,12 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
     private func dispatch(_ event: epoll_event) {
         let data = event.data.u64
         let descriptor = CInt(truncatingIfNeeded: data)
-        if event.events & EPOLLOUT.rawValue != 0, let handler = handlers[descriptor] {
+        guard let index = Self.index(descriptor, in: handlers) else { return }
+        if event.events & EPOLLOUT.rawValue != 0, let handler = handlers[index] {
             handler.descriptorWritable(descriptor)
         }
         let readable = EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue
-        if event.events & readable != 0, let handler = handlers[descriptor] {
+        if event.events & readable != 0, let handler = handlers[index] {
             handler.descriptorReadable(descriptor)
         }
     }
@@ -286,7 +300,7 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
             entry.box.isCancelled = true
             entry.failShutdown()
         }
-        handlers = [:]
+        handlers = []
         iterationEndHandler = nil  // it may hold what holds the loop
         let callbacks = lock.withLock {
             lifecycle = .stopped  // from here on no task is queued and no wake-up written, so the set may close

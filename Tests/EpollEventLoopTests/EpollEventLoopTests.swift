@@ -199,6 +199,49 @@ struct EpollEventLoopTests {
         #expect(ranQueuedTask.wait(timeout: .now() + 2) == .success, "the handler's task did not run within 2 s")
     }
 
+    @Test("deregistering lets go of a handler; a reused or a far higher descriptor number reaches only its own")
+    func handlersFollowDescriptorNumbers() throws {
+        let loop = try EpollEventLoop()
+        defer { shutDown(loop) }
+        let (old, oldPeer) = try socketPair()
+        weak var oldHandler: RecordingHandler?
+        do {
+            let handler = RecordingHandler()
+            oldHandler = handler
+            _ = try #require(value(of: loop.submit { try loop.register(old, interest: .readable, handler: handler) })).get()
+        }
+        _ = try #require(value(of: loop.submit { loop.deregister(old) })).get()
+        #expect(oldHandler == nil, "deregistering lets go of the handler")
+        close(old)
+        close(oldPeer)
+        let (reused, reusedPeer) = try socketPair()  // the lowest free numbers: the old pair's, unless another test took them
+        let (other, highPeer) = try socketPair()
+        let high = dup2(other, 900)  // a number far above the others
+        close(other)
+        try #require(high == 900)
+        defer { close(reused); close(reusedPeer); close(high); close(highPeer) }
+        let gotBoth = DispatchSemaphore(value: 0)
+        let reusedHandler = RecordingHandler()
+        let highHandler = RecordingHandler()
+        reusedHandler.onRead = { gotBoth.signal() }
+        highHandler.onRead = { gotBoth.signal() }
+        let registered = loop.submit {
+            try loop.register(reused, interest: .readable, handler: reusedHandler)
+            try loop.register(high, interest: .readable, handler: highHandler)
+        }
+        _ = try #require(value(of: registered)).get()
+        _ = "r".utf8.withContiguousStorageIfAvailable { write(reusedPeer, $0.baseAddress, $0.count) }
+        _ = "h".utf8.withContiguousStorageIfAvailable { write(highPeer, $0.baseAddress, $0.count) }
+        #expect(gotBoth.wait(timeout: .now() + 5) == .success)
+        #expect(gotBoth.wait(timeout: .now() + 5) == .success)
+        let reads = try #require(value(of: loop.submit {
+            loop.deregister(reused)
+            loop.deregister(high)
+            return [reusedHandler.reads, highHandler.reads]
+        })).get()
+        #expect(reads == [[[UInt8(ascii: "r")]], [[UInt8(ascii: "h")]]])
+    }
+
     @Test("the iteration-end handler runs once the iteration's ready descriptors and queued tasks are served")
     func iterationEndHandlerRunsLast() throws {
         let loop = try EpollEventLoop()
