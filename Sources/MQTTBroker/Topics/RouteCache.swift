@@ -22,21 +22,22 @@ struct RouteCache<Subscriber: Hashable> {
     /// Routings since the last clear before anything is stored.
     let warmUpRoutes: Int
 
-    /// The route a caller found last, which its next lookup tries first: most publishers send to one topic again
-    /// and again (and the decoder hands over the same string each time), so a comparison of the topic's bytes
-    /// answers it without hashing them for the dictionary. Each publisher's connection keeps its own, so
-    /// publishers taking turns (pairs, fan-in to many topics) do not overwrite each other's. Valid only while the
-    /// cache is unchanged since it was taken: its matches are then the dictionary's, so it is exactly as fresh.
+    /// Where a caller found its last route, which its next lookup tries first: most publishers send to one topic
+    /// again and again, so a comparison of the topic's bytes with the key at that place answers the lookup without
+    /// hashing them. Each publisher's connection keeps its own, so publishers taking turns (pairs, fan-in to many
+    /// topics) do not overwrite each other's. It holds a position in the dictionary, not the route itself: valid
+    /// only while the dictionary is unchanged since it was taken (its ``generation``), it pins nothing the cache
+    /// has dropped. A hint belongs to the cache that made it (the broker has one, on its core's loop).
     struct Hint {
-        fileprivate let topic: String
         fileprivate let generation: UInt64
-        fileprivate let matches: [Match]
+        fileprivate let index: Dictionary<UTF8Key<String>, [Match]>.Index
     }
 
     private var routes: [UTF8Key<String>: [Match]] = [:]
     private var heldMatches = 0
     private var routesSinceClear = 0
-    /// Changes with every change of what ``routes`` holds; a hint taken under another generation is ignored.
+    /// Changes with every change of ``routes`` (which moves its indices); a hint taken under another generation
+    /// is ignored.
     private var generation: UInt64 = 0
 
     init(capacity: Int = 4096, maximumMatches: Int = 65_536, warmUpRoutes: Int = 32) {
@@ -54,10 +55,13 @@ struct RouteCache<Subscriber: Hashable> {
         routesSinceClear &+= 1
         guard !routes.isEmpty else { return nil }
         // Byte for byte, as the dictionary compares (String's `==` is canonical equivalence, which MQTT forbids).
-        if let hint, hint.generation == generation, UTF8Key(hint.topic) == UTF8Key(topic) { return hint.matches }
-        guard let matches = routes[UTF8Key(topic)] else { return nil }
-        hint = Hint(topic: topic, generation: generation, matches: matches)
-        return matches
+        if let hint, hint.generation == generation {
+            let (key, matches) = routes[hint.index]  // valid: the dictionary has not changed since it was taken
+            if key == UTF8Key(topic) { return matches }
+        }
+        guard let index = routes.index(forKey: UTF8Key(topic)) else { return nil }
+        hint = Hint(generation: generation, index: index)
+        return routes[index].value
     }
 
     /// The matches stored for `topic`, for a caller that keeps no hint.
