@@ -42,6 +42,7 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
     @exclusivity(unchecked) private var handlers: [(any EpollEventHandler)?] = []
     /// A task was queued from the loop itself (which writes no wake-up): the next wait must not block.
     @exclusivity(unchecked) private var queuedOnLoop = false
+    /// Called at the end of every iteration (``setIterationEndHandler(_:)``).
     @exclusivity(unchecked) private var iterationEndHandler: (() -> Void)?
 
     private enum Lifecycle {
@@ -184,7 +185,7 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
     /// Stops watching `descriptor` and releases its handler; call before closing it. Call on the loop.
     public func deregister(_ descriptor: CInt) {
         preconditionInEventLoop(file: #file, line: #line)
-        guard let index = Self.index(descriptor, in: handlers), handlers[index] != nil else { return }
+        guard let index = slot(of: descriptor), handlers[index] != nil else { return }
         handlers[index] = nil
         epoll.remove(descriptor)
     }
@@ -205,8 +206,8 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
         iterationEndHandler = handler
     }
 
-    /// `descriptor`'s slot in `handlers`, if it has one.
-    private static func index(_ descriptor: CInt, in handlers: [(any EpollEventHandler)?]) -> Int? {
+    /// `descriptor`'s slot in ``handlers``, if it has one.
+    private func slot(of descriptor: CInt) -> Int? {
         let index = Int(descriptor)
         return handlers.indices.contains(index) ? index : nil
     }
@@ -258,7 +259,7 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
     private func dispatch(_ event: epoll_event) {
         let data = event.data.u64
         let descriptor = CInt(truncatingIfNeeded: data)
-        guard let index = Self.index(descriptor, in: handlers) else { return }
+        guard let index = slot(of: descriptor) else { return }
         if event.events & EPOLLOUT.rawValue != 0, let handler = handlers[index] {
             handler.descriptorWritable(descriptor)
         }

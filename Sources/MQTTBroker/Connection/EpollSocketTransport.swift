@@ -19,7 +19,7 @@ import NIOCore
 /// - **Writing.** A flush goes straight to the socket. What the kernel does not take waits here, in order, and
 ///   leaves when the socket is writable again. Each flush's bytes are reported written (`outputWritten`) once
 ///   they left memory, as NIO's write promises reported them, so the pending-output bound works unchanged.
-/// - **Back-pressure.** Pausing reads on behalf of the core (`setReadingPausedByCore`) drops the read interest.
+/// - **Back-pressure.** Pausing reads on behalf of the core (``setReadingPaused(_:)``) drops the read interest.
 ///   A paused socket still hears of a reset or hang-up.
 ///
 /// Confined to the core's loop (hence its `@exclusivity(unchecked)` properties, see ``BrokerCore``). The
@@ -232,28 +232,28 @@ final class EpollSocketTransport: EpollEventHandler {
     /// Writes the backlog until it is empty or the socket is full, reporting each flush whose bytes all left.
     private func drainBacklog() {
         while !backlog.isEmpty, !writeFailed {
-            let written = writeBacklogPrefix()
+            let (written, requested) = writeBacklogPrefix()
             if written < 0 {
                 let error = errno
                 if error == EINTR { continue }
                 if error != EAGAIN && error != EWOULDBLOCK { writeFailed(error) }
                 return
             }
-            let requested = backlog.prefix(Self.maximumBuffersPerWrite).reduce(0) { $0 + $1.readableBytes }
             consumeBacklog(written)
             if written < requested { return }
         }
     }
 
-    /// One `writev` of the backlog's first buffers.
-    private func writeBacklogPrefix() -> Int {
+    /// One `writev` of the backlog's first buffers: what it wrote (or -1 with `errno` set), and what it asked to.
+    private func writeBacklogPrefix() -> (written: Int, requested: Int) {
         let buffers = backlog.prefix(Self.maximumBuffersPerWrite)
         return withExtendedLifetime(backlog) {
             // The backlog keeps every buffer's storage alive (and unchanged) for the length of the call.
             var vectors: [iovec] = buffers.map { buffer in
                 buffer.withUnsafeReadableBytes { iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count) }
             }
-            return vectors.withUnsafeMutableBufferPointer { writev(descriptor, $0.baseAddress, CInt($0.count)) }
+            let requested = vectors.reduce(0) { $0 + $1.iov_len }
+            return (vectors.withUnsafeMutableBufferPointer { writev(descriptor, $0.baseAddress, CInt($0.count)) }, requested)
         }
     }
 
@@ -316,7 +316,9 @@ final class EpollSocketTransport: EpollEventHandler {
             try loop.reregister(descriptor, interest: wanted)
             interest = wanted
         } catch {
-            writeFailed(EBADF)
+            switch error {
+            case .systemCall(_, let code): writeFailed(code)
+            }
         }
     }
 
