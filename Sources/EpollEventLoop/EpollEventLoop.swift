@@ -44,6 +44,9 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
     @exclusivity(unchecked) private var queuedOnLoop = false
     /// Called at the end of every iteration (``setIterationEndHandler(_:)``).
     @exclusivity(unchecked) private var iterationEndHandler: (() -> Void)?
+    /// Whether a wait polls before it sleeps (``PollBeforeSleep``).
+    @exclusivity(unchecked) private var pollBeforeSleep: PollBeforeSleep
+    @exclusivity(unchecked) private var polling = PollingCounts()
 
     private enum Lifecycle {
         case running
@@ -51,9 +54,12 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
         case stopped
     }
 
-    /// Creates the epoll set and starts the loop's thread, named `name`.
-    public init(name: String = "mqttchat-epoll-loop") throws(SystemCallError) {
+    /// Creates the epoll set and starts the loop's thread, named `name`. While busy, a wait polls for up to
+    /// `pollBeforeSleep` before it sleeps (``PollBeforeSleep``); zero, the default, always sleeps at once.
+    public init(name: String = "mqttchat-epoll-loop", pollBeforeSleep: TimeAmount = .zero) throws(SystemCallError) {
         epoll = try EpollSet()
+        self.pollBeforeSleep = PollBeforeSleep(
+            limit: UInt64(max(0, pollBeforeSleep.nanoseconds)), now: NIODeadline.now().uptimeNanoseconds)
         let started = ConditionLock(value: false)
         let thread = Thread { [self] in
             threadID = pthread_self()
@@ -225,8 +231,7 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
         var events = [epoll_event](repeating: epoll_event(), count: 256)
         var tasks: [@Sendable () -> Void] = []
         while true {
-            let timeout = queuedOnLoop ? 0 : timeoutUntilEarliestScheduled()
-            let count = epoll.wait(into: &events, timeout: timeout)
+            let count = waitForEvents(into: &events)
             if count < 0, errno != EINTR { break }
             var woken = false
             for event in events.prefix(max(count, 0)) {
@@ -254,6 +259,35 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
             if stopping, !queuedOnLoop, lock.withLock({ queued.isEmpty }) { break }
         }
         stop()
+    }
+
+    /// Waits for readiness: not at all when tasks are queued, otherwise until the earliest scheduled task, after
+    /// polling for a moment while the loop is busy (``PollBeforeSleep``).
+    private func waitForEvents(into events: inout [epoll_event]) -> Int {
+        let timeout = queuedOnLoop ? 0 : timeoutUntilEarliestScheduled()
+        guard pollBeforeSleep.limit > 0 else { return epoll.wait(into: &events, timeout: timeout) }
+        var count = 0
+        var slept = true
+        if let pollUntil = pollBeforeSleep.waitBegins(at: NIODeadline.now().uptimeNanoseconds, canSleep: timeout != 0) {
+            polling.polledWaits += 1
+            repeat {
+                count = epoll.wait(into: &events, timeout: 0)
+            } while count == 0 && NIODeadline.now().uptimeNanoseconds < pollUntil
+            slept = count == 0
+            if !slept { polling.answeredPolls += 1 }
+        }
+        if slept {
+            // After a poll, a scheduled task may be due sooner than the first timeout said.
+            count = epoll.wait(into: &events, timeout: timeout == 0 ? 0 : timeoutUntilEarliestScheduled())
+        }
+        pollBeforeSleep.waitEnded(at: NIODeadline.now().uptimeNanoseconds)
+        return count
+    }
+
+    /// How often the loop's waits polled before they slept, and how often a poll found events. Read it on the loop.
+    public var pollingCounts: PollingCounts {
+        preconditionInEventLoop()
+        return polling
     }
 
     private func dispatch(_ event: epoll_event) {

@@ -9,7 +9,7 @@ import Testing
 
 /// Waits for `future` at most `seconds`; nil if it did not complete in time (so a broken loop fails the test
 /// instead of hanging it).
-private func value<T: Sendable>(of future: EventLoopFuture<T>, within seconds: Double = 5) -> Result<T, any Error>? {
+func value<T: Sendable>(of future: EventLoopFuture<T>, within seconds: Double = 5) -> Result<T, any Error>? {
     let result = NIOLockedValueBox<Result<T, any Error>?>(nil)
     let done = DispatchSemaphore(value: 0)
     future.whenComplete { outcome in
@@ -21,13 +21,13 @@ private func value<T: Sendable>(of future: EventLoopFuture<T>, within seconds: D
 }
 
 /// A connected pair of non-blocking Unix stream sockets.
-private func socketPair() throws -> (CInt, CInt) {
+func socketPair() throws -> (CInt, CInt) {
     var pair: [CInt] = [-1, -1]
     try #require(socketpair(AF_UNIX, CInt(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue), 0, &pair) == 0)
     return (pair[0], pair[1])
 }
 
-private func shutDown(_ loop: EpollEventLoop) {
+func shutDown(_ loop: EpollEventLoop) {
     let done = DispatchSemaphore(value: 0)
     loop.shutdownGracefully(queue: .global()) { _ in done.signal() }
     #expect(done.wait(timeout: .now() + 5) == .success, "the loop did not stop within 5 s")
