@@ -215,7 +215,7 @@ let package = Package(
         .testTarget(
             name: "MQTTBrokerTests",
             dependencies: [
-                "MQTTBroker", "MQTTCore", "LiveTestSupport",
+                "MQTTBroker", "MQTTCore", "LiveTestSupport", "EpollEventLoop",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -86,6 +86,12 @@ public struct BrokerConfiguration: Sendable {
     public var eventLoopCount: Int = AvailableCores.count
     /// What serves plain-TCP sockets on the broker core's loop (`socket_engine`). See ``SocketEngine``.
     public var socketEngine: SocketEngine = .automatic
+    /// On the broker's own epoll loop (``SocketEngine/automatic`` with one loop), how long a wait for events polls
+    /// before it sleeps, while the loop is busy: its work took at least half of the last millisecond and its last
+    /// wait ended within this time (`poll_before_sleep_us`). Under load the loop then seldom sleeps, and neither it
+    /// nor the clients writing to it pay for its wake-ups; an idle or lightly loaded loop sleeps at once. Zero never
+    /// polls. SwiftNIO's loops never poll.
+    public var pollBeforeSleep: TimeAmount = .microseconds(20)
     /// [persist] Durable persistence of retained messages and persistent sessions (`persistence true`); nil = off,
     /// as in mosquitto: then everything is kept in memory only and lost when the broker stops.
     public var persistence: PersistenceConfiguration? = nil

@@ -61,7 +61,7 @@ public final class MQTTBrokerServer: Service, Sendable {
         var ownLoop: EpollEventLoop?
         if configuration.socketEngine.usesEpoll(eventLoopCount: socketEventLoopCount) {
             do {
-                ownLoop = try EpollEventLoop(name: "mqttchat-broker")
+                ownLoop = try EpollEventLoop(name: "mqttchat-broker", pollBeforeSleep: configuration.pollBeforeSleep)
             } catch {
                 logger.error("could not start the broker's epoll loop; SwiftNIO serves the sockets", metadata: ["error": "\(error)"])
             }

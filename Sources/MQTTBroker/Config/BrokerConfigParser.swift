@@ -14,7 +14,8 @@ import NIOCore
 ///   error instead of being ignored, so a config never silently loses a security setting.
 /// - `connect_timeout SECONDS`, `max_topic_levels N`, `threads N` and `log_level LEVEL` exist only here, and so do
 ///   the flow-control keys `max_pending_output_bytes N`, `slow_consumer_timeout SECONDS` and
-///   `backpressure_stall_ms MILLISECONDS`, and the memory key `park_idle_connections_after_ms MILLISECONDS`.
+///   `backpressure_stall_ms MILLISECONDS`, the memory key `park_idle_connections_after_ms MILLISECONDS`, and
+///   `poll_before_sleep_us MICROSECONDS`.
 /// - `allow_anonymous` defaults to true when every listener binds loopback only (127.0.0.1, ::1, localhost) and
 ///   to false otherwise; mosquitto 2 defaults to false everywhere. Setting it explicitly always wins.
 /// - `max_connections` counts sockets across all listeners (mosquitto counts per listener).
@@ -132,6 +133,8 @@ public enum BrokerConfigParser {
         case "backpressure_stall_ms":  // [flow]
             let milliseconds = try line.integer(line.single(), in: 0...3_600_000)
             settings.configuration.backpressureStallTimeout = milliseconds == 0 ? nil : .milliseconds(Int64(milliseconds))
+        case "poll_before_sleep_us":
+            settings.configuration.pollBeforeSleep = .microseconds(Int64(try line.integer(line.single(), in: 0...1_000)))
         case "park_idle_connections_after_ms":  // [park]
             let milliseconds = try line.integer(line.single(), in: 0...86_400_000)
             settings.configuration.parkIdleConnectionsAfter = milliseconds == 0 ? nil : .milliseconds(Int64(milliseconds))

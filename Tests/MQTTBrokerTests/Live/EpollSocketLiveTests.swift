@@ -1,3 +1,4 @@
+import EpollEventLoop
 import Foundation
 import LiveTestSupport
 import MQTTCore
@@ -94,6 +95,34 @@ struct EpollSocketLiveTests {
             #expect(dropped)
             await subscriber.close()
             await watcher.close()
+        }
+    }
+
+    @Test(
+        "under a burst the broker's epoll loop polls before it sleeps, as poll_before_sleep_us says; 0 never polls",
+        arguments: [TimeAmount.microseconds(20), .zero])
+    func pollingFollowsTheConfig(limit: TimeAmount) async throws {
+        try await withLiveBroker(loops: 1, { $0.pollBeforeSleep = limit }) { server, address in
+            let (subscriber, _) = try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "poll-sub"))
+            _ = try await subscriber.subscribe("poll/t", qos: .atMostOnce)
+            let (publisher, _) = try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "poll-pub"))
+            // 5,000 messages in one write keep the loop busy for milliseconds, with no wait longer than a read.
+            let count = 5_000
+            var buffer = publisher.channel.allocator.buffer(capacity: count * 30)
+            for _ in 0..<count {
+                try MQTTPacketEncoder.encode(
+                    .publish(PublishPacket(topic: "poll/t", payload: ByteBuffer(repeating: 0x61, count: 16))), into: &buffer)
+            }
+            try await publisher.channel.writeAndFlush(buffer)
+            for _ in 0..<count { _ = try await subscriber.nextPublish() }
+            let counts = try #require(try await server.withCore { ($0.eventLoop as? EpollEventLoop)?.pollingCounts } ?? nil)
+            if limit == .zero {
+                #expect(counts.polledWaits == 0)
+            } else {
+                #expect(counts.polledWaits > 0, "the busy loop never polled")
+            }
+            await publisher.close()
+            await subscriber.close()
         }
     }
 }
