@@ -206,8 +206,7 @@ struct AuthBrokerTests {
 
     @Test("the shipped chat.acl: own inbox only, any inbox writable, rooms and statuses shared, $SYS read-only")
     func shippedChatACL() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let acl = try AccessControlList.load(path: root.appendingPathComponent("broker-config/chat.acl").path)
+        let acl = try AccessControlList.load(path: shippedConfigPath("chat.acl"))
         let alice = acl.policy(clientID: "alice", username: "alice")
         let guest = acl.policy(clientID: "guest", username: nil)
         for policy in [alice, guest] {

@@ -95,8 +95,7 @@ struct BrokerConfigParserTests {
 
     @Test("the shipped broker-config/mqttchat.conf parses to a loopback-only listener")
     func shippedConfig() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let settings = try BrokerConfigParser.load(path: root.appendingPathComponent("broker-config/mqttchat.conf").path)
+        let settings = try shippedBrokerSettings()
         #expect(settings.configuration.listeners == [.init(host: "127.0.0.1", port: 1883)])
         #expect(settings.configuration.maxInflightMessages == 20)
         #expect(settings.configuration.sysInterval == .seconds(10))

@@ -15,21 +15,13 @@ struct ParkingConfigParserTests {
 
     @Test("a value that is not a whole number of milliseconds is refused with its line")
     func badValues() {
-        for text in ["park_idle_connections_after_ms -1", "park_idle_connections_after_ms 0.5", "park_idle_connections_after_ms"] {
-            do {
-                _ = try BrokerConfigParser.parse("# x\n" + text, source: "p.conf")
-                Issue.record("accepted: \(text)")
-            } catch {
-                #expect(error.description.hasPrefix("p.conf:2: "))
-                #expect(error.description.contains("park_idle_connections_after_ms"))
-            }
-        }
+        expectRefused(
+            ["park_idle_connections_after_ms -1", "park_idle_connections_after_ms 0.5", "park_idle_connections_after_ms"],
+            naming: "park_idle_connections_after_ms")
     }
 
     @Test("the shipped config parks after 500 ms")
     func shippedConfig() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let settings = try BrokerConfigParser.load(path: root.appendingPathComponent("broker-config/mqttchat.conf").path)
-        #expect(settings.configuration.parkIdleConnectionsAfter == .milliseconds(500))
+        #expect(try shippedBrokerSettings().configuration.parkIdleConnectionsAfter == .milliseconds(500))
     }
 }

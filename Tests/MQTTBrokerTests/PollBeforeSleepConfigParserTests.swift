@@ -14,21 +14,13 @@ struct PollBeforeSleepConfigParserTests {
 
     @Test("a value that is not a whole number of microseconds from 0 to 1000 is refused with its line")
     func badValues() {
-        for text in ["poll_before_sleep_us -1", "poll_before_sleep_us 1001", "poll_before_sleep_us 2.5", "poll_before_sleep_us"] {
-            do {
-                _ = try BrokerConfigParser.parse("# x\n" + text, source: "p.conf")
-                Issue.record("accepted: \(text)")
-            } catch {
-                #expect(error.description.hasPrefix("p.conf:2: "))
-                #expect(error.description.contains("poll_before_sleep_us"))
-            }
-        }
+        expectRefused(
+            ["poll_before_sleep_us -1", "poll_before_sleep_us 1001", "poll_before_sleep_us 2.5", "poll_before_sleep_us"],
+            naming: "poll_before_sleep_us")
     }
 
     @Test("the shipped config polls for up to 20 µs")
     func shippedConfig() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let settings = try BrokerConfigParser.load(path: root.appendingPathComponent("broker-config/mqttchat.conf").path)
-        #expect(settings.configuration.pollBeforeSleep == .microseconds(20))
+        #expect(try shippedBrokerSettings().configuration.pollBeforeSleep == .microseconds(20))
     }
 }
