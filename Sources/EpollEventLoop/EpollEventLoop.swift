@@ -46,7 +46,7 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
     @exclusivity(unchecked) private var iterationEndHandler: (() -> Void)?
     /// Whether a wait polls before it sleeps (``PollBeforeSleep``).
     @exclusivity(unchecked) private var pollBeforeSleep: PollBeforeSleep
-    @exclusivity(unchecked) private var polling = PollingCounts()
+    @exclusivity(unchecked) private var pollCounts = PollingCounts()
 
     private enum Lifecycle {
         case running
@@ -269,25 +269,27 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
         var count = 0
         var slept = true
         if let pollUntil = pollBeforeSleep.waitBegins(at: NIODeadline.now().uptimeNanoseconds, canSleep: timeout != 0) {
-            polling.polledWaits += 1
+            pollCounts.polledWaits += 1
             repeat {
                 count = epoll.wait(into: &events, timeout: 0)
             } while count == 0 && NIODeadline.now().uptimeNanoseconds < pollUntil
             slept = count == 0
-            if !slept { polling.answeredPolls += 1 }
+            if count > 0 { pollCounts.answeredPolls += 1 }
         }
         if slept {
             // After a poll, a scheduled task may be due sooner than the first timeout said.
             count = epoll.wait(into: &events, timeout: timeout == 0 ? 0 : timeoutUntilEarliestScheduled())
         }
+        let waitError = errno  // the caller reads a failed wait's errno
         pollBeforeSleep.waitEnded(at: NIODeadline.now().uptimeNanoseconds)
+        errno = waitError
         return count
     }
 
     /// How often the loop's waits polled before they slept, and how often a poll found events. Read it on the loop.
     public var pollingCounts: PollingCounts {
         preconditionInEventLoop()
-        return polling
+        return pollCounts
     }
 
     private func dispatch(_ event: epoll_event) {
