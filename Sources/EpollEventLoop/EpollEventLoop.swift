@@ -267,18 +267,17 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
         let timeout = queuedOnLoop ? 0 : timeoutUntilEarliestScheduled()
         guard pollBeforeSleep.limit > 0 else { return epoll.wait(into: &events, timeout: timeout) }
         var count = 0
-        var slept = true
-        if let pollUntil = pollBeforeSleep.waitBegins(at: NIODeadline.now().uptimeNanoseconds, canSleep: timeout != 0) {
+        let pollUntil = pollBeforeSleep.waitBegins(at: NIODeadline.now().uptimeNanoseconds, canSleep: timeout != 0)
+        if let pollUntil {
             pollCounts.polledWaits += 1
             repeat {
                 count = epoll.wait(into: &events, timeout: 0)
             } while count == 0 && NIODeadline.now().uptimeNanoseconds < pollUntil
-            slept = count == 0
             if count > 0 { pollCounts.answeredPolls += 1 }
         }
-        if slept {
-            // After a poll, a scheduled task may be due sooner than the first timeout said.
-            count = epoll.wait(into: &events, timeout: timeout == 0 ? 0 : timeoutUntilEarliestScheduled())
+        if count == 0 {
+            // After a poll, the earliest scheduled task is nearer than the first timeout said.
+            count = epoll.wait(into: &events, timeout: pollUntil == nil ? timeout : timeoutUntilEarliestScheduled())
         }
         let waitError = errno  // the caller reads a failed wait's errno
         pollBeforeSleep.waitEnded(at: NIODeadline.now().uptimeNanoseconds)

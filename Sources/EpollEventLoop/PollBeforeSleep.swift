@@ -27,8 +27,6 @@ public struct PollBeforeSleep: Sendable {
     private var isBusy = false
     /// The last wait ended within the limit.
     private var lastWaitWasShort = false
-    /// The wait in progress may poll.
-    private var polling = false
 
     /// A policy that polls for up to `limit` nanoseconds; `now` is when the loop starts (its work begins).
     public init(limit: UInt64, now: UInt64) {
@@ -41,8 +39,7 @@ public struct PollBeforeSleep: Sendable {
     public mutating func waitBegins(at now: UInt64, canSleep: Bool = true) -> UInt64? {
         windowBusy &+= now &- lastWaitEnd
         waitBegan = now
-        polling = canSleep && limit > 0 && isBusy && lastWaitWasShort
-        return polling ? now &+ limit : nil
+        return canSleep && limit > 0 && isBusy && lastWaitWasShort ? now &+ limit : nil
     }
 
     /// The wait that began last ended at `now`, with events (or a timeout).
