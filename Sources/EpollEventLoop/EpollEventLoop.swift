@@ -34,7 +34,7 @@ public final class EpollEventLoop: EventLoop, @unchecked Sendable {
     private var threadID = pthread_t()
 
     // Confined to the loop's thread, hence unchecked: one thread cannot overlap its own accesses, and a dynamic
-    // exclusivity check costs some 60 instructions per access on every iteration.
+    // exclusivity check is a runtime call on every access, on every iteration.
     @exclusivity(unchecked) private var scheduled = Heap<ScheduledEntry>()
     @exclusivity(unchecked) private var nextScheduledID: UInt64 = 0
     /// Indexed by descriptor: the kernel hands out the lowest free numbers, so the array stays as long as the most

@@ -47,8 +47,8 @@ public struct InboundFrameScanner: Sendable {
 
     private mutating func scan(from buffer: inout ByteBuffer) throws(LoadGenError) -> InboundFrame? {
         // One access to the bytes per packet: every `ByteBuffer.getInteger` is an access of its own to the buffer's
-        // storage, with a runtime exclusivity check, and the seven of them per PUBLISH were a fifth of the
-        // generator's CPU time in fan-in at QoS 2, where the generator's turn is a third of every round trip.
+        // storage, with a runtime exclusivity check, and a PUBLISH needs seven of them. In fan-in at QoS 2 the
+        // generator's own turn is part of every round trip, so its cost per packet bounds what the run can measure.
         switch buffer.withUnsafeReadableBytes({ Self.scanBytes($0) }) {
         case .incomplete:
             return nil

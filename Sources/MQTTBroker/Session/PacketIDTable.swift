@@ -2,8 +2,8 @@
 /// an open-addressing table with linear probing, whose slot for an identifier is Fibonacci hashing of it (the
 /// identifier times 2³²/φ, top bits).
 ///
-/// `Dictionary<UInt16, …>` hashes every key with a seeded SipHash: 3–4% of the broker's user time in fan-in at
-/// QoS 2, where every message is looked up three times (sent, PUBREC, PUBCOMP). The broker allocates these
+/// `Dictionary<UInt16, …>` hashes every key with a seeded SipHash, and at QoS 2 every message is looked up three
+/// times (sent, PUBREC, PUBCOMP), so that hash is paid three times per message. The broker allocates these
 /// identifiers in sequence, skipping those in flight, so the identifiers in flight at once are nearly consecutive,
 /// and Fibonacci hashing spreads consecutive keys evenly over the slots: runs of occupied slots stay short, which
 /// keeps removal (shifting back the entries that probed past the removed one) short too. The identifier itself as

@@ -8,8 +8,8 @@ import Darwin
 
 /// Whether two byte ranges hold the same bytes, compared by `memcmp`.
 ///
-/// `Sequence.elementsEqual` on buffer pointers compares through an iterator one byte at a time: 1–1.5% of the
-/// broker's user time each where topics are compared (a publisher's repeated topic, the subscription index's level
+/// `Sequence.elementsEqual` on buffer pointers compares through an iterator one byte at a time, and the broker
+/// compares topic bytes for nearly every message (a publisher's repeated topic, the subscription index's level
 /// keys). `memcmp` compares a word or a vector at a time.
 @usableFromInline
 func sameBytes(_ lhs: UnsafeRawBufferPointer, _ rhs: UnsafeRawBufferPointer) -> Bool {

@@ -94,8 +94,8 @@ extension MQTTPacketEncoder {
         let packetID = try validatedForEncoding(packetID: packetID)
         let firstByte = type.rawValue << 4 | FixedHeader.requiredFlags(of: type)
         let packet = UInt32(firstByte) << 24 | 2 << 16 | UInt32(packetID)
-        // One store through the buffer's pointer: `writeInteger` goes through the general `setBytes` path, about
-        // 250 instructions for these four bytes, and the broker writes one acknowledgement for nearly every packet.
+        // One store through the buffer's pointer: `writeInteger` goes through the general `setBytes` path, which
+        // costs far more than four bytes are worth, and the broker writes one acknowledgement for nearly every packet.
         buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 4) { bytes in
             bytes.storeBytes(of: packet.bigEndian, toByteOffset: 0, as: UInt32.self)
             return 4
