@@ -124,7 +124,7 @@ public final class MQTTBrokerServer: Service, Sendable {
             return eventLoop.makeFailedFuture(MQTTBrokerError.alreadyShutDown)
         }
         let core = BrokerCore(configuration: configuration, logger: logger, eventLoop: eventLoop)
-        if let ownLoop { core.flushAtIterationEnd(of: ownLoop) }
+        if let ownLoop { core.flusher.flushAtIterationEnd(of: ownLoop) }
         state.value.core = core
         let boundCore = NIOLoopBound(core, eventLoop: eventLoop)
         let coreLoop = eventLoop
@@ -163,7 +163,7 @@ public final class MQTTBrokerServer: Service, Sendable {
             return eventLoop.makeFailedFuture(error)
         }
         let watcher = ownSockets?.watcher
-        let binds = core.openPersistence().flatMap {  // [persist] recover before accepting clients
+        let binds = PersistenceStore.open(for: core).flatMap {  // recover before accepting clients
             EventLoopFuture.whenAllComplete(
                 boundBootstraps.value.map { bootstrap, listener in
                     // [park] Plain TCP is accepted by the watcher, which needs each socket's descriptor.
@@ -313,7 +313,7 @@ public final class MQTTBrokerServer: Service, Sendable {
         }
         let core = state.value.core.map { NIOLoopBound($0, eventLoop: eventLoop) }
         let connectionsClosed = (core?.value.shutdown() ?? eventLoop.makeSucceededVoidFuture()).flatMap {
-            core?.value.closePersistence() ?? self.eventLoop.makeSucceededVoidFuture()  // [persist] final snapshot
+            core?.value.persistence?.close() ?? self.eventLoop.makeSucceededVoidFuture()  // a final snapshot
         }
         let ownedSocketGroup = state.value.ownedSocketGroup
         state.value.ownedSocketGroup = nil

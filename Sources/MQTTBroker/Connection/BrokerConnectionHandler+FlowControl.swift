@@ -105,7 +105,7 @@ extension BrokerConnectionHandler {
         isDecodingHaltedByCore = false
         core.eventLoop.assumeIsolated().execute { [self] in  // strong: see the slow-consumer timer above
             guard self.isOpen, !self.isReadingPausedByCore else { return }
-            self.core.decodeAsReadBatch { self.decodeAvailablePackets() }
+            self.core.flusher.decodeAsReadBatch { self.decodeAvailablePackets() }
             if !self.isReadingPausedByCore, self.isSocketReadingPaused {
                 self.isSocketReadingPaused = false
                 self.transport?.setReadingPausedByCore(false)

@@ -1,7 +1,7 @@
 import NIOCore
 
 /// [park] Parking idle connections: a connection that has neither received anything nor had anything flushed to it
-/// for `park_idle_connections_after_ms` gives up its NIO channel (about 2.2 KB per socket) and keeps only its
+/// for `park_idle_connections_after_ms` gives up its NIO channel, and the memory that holds, and keeps only its
 /// descriptor, watched by the broker's ``SocketWatcher``. It comes back on a new channel as soon as the client
 /// sends anything (or closes), or something is written to it. Its session, subscriptions, will and keepalive stay
 /// here meanwhile, so parking changes nothing the client can see but a little latency on the first packet back.
@@ -16,9 +16,9 @@ extension BrokerConnectionHandler {
         guard let delay = core.parkingDelay, socketDescriptor != nil, let lastHeardAt, parkRequestedAt == nil else {
             return nil
         }
-        switch transport {
-        case .pipeline, .relayed: return max(max(lastHeardAt, lastFlushedAt) + delay, parkNotBefore)
-        case .parked, .epoll, nil: return nil  // an epoll socket has no channel to give up
+        switch transport?.parkingSupport {
+        case .immediate, .afterStoppingReads: return max(max(lastHeardAt, lastFlushedAt) + delay, parkNotBefore)
+        case .unsupported, nil: return nil
         }
     }
 
@@ -46,18 +46,18 @@ extension BrokerConnectionHandler {
             postponeParking(from: now)
             return
         }
-        switch transport {
-        case .pipeline(let pipeline):
+        switch transport?.parkingSupport {
+        case .immediate(let pipeline):
             guard let duplicate = Descriptor.duplicate(descriptor) else {
                 postponeParking(from: now)
                 return
             }
             park(on: duplicate)
             pipeline.context.close(promise: nil)  // NIO closes its descriptor; the duplicate keeps the socket open
-        case .relayed(let relayed):
+        case .afterStoppingReads(let relayed):
             parkRequestedAt = lastTrafficAt
             relayed.prepareToPark(descriptor: descriptor, handler: self)
-        case .parked, .epoll, nil:
+        case .unsupported, nil:
             return
         }
     }
@@ -67,7 +67,7 @@ extension BrokerConnectionHandler {
     func parkPrepared(duplicate: CInt?) {
         let requestedAt = parkRequestedAt
         parkRequestedAt = nil
-        guard case .relayed(let relayed) = transport else {
+        guard let relayed = transport as? RelayedChannel else {
             if let duplicate { Descriptor.close(duplicate) }
             return
         }
@@ -89,8 +89,8 @@ extension BrokerConnectionHandler {
         parkGeneration &+= 1
         let parked = ParkedSocket(
             descriptor: duplicate, ticket: SocketWatcher.ticket(descriptor: duplicate, generation: parkGeneration),
-            remoteAddress: transport?.remoteAddress)
-        transport = .parked(parked)
+            remoteAddress: transport?.remoteAddress, coreLoop: core.eventLoop)
+        transport = parked
         socketDescriptor = duplicate
         guard core.connectionParked(self, parked) else {
             unpark()  // the watcher refused it: straight back onto a channel
@@ -101,7 +101,7 @@ extension BrokerConnectionHandler {
 
     /// Brings a parked connection back onto a channel (the watcher saw the socket readable, or there is output).
     func unpark() {
-        guard case .parked(let parked) = transport, !parked.isUnparking else { return }
+        guard let parked = transport as? ParkedSocket, !parked.isUnparking else { return }
         parked.isUnparking = true
         core.unpark(self, parked)
     }
@@ -114,7 +114,7 @@ extension BrokerConnectionHandler {
 
     /// NIO could not take the socket back; it closed it.
     func unparkFailed(_ parked: ParkedSocket) {
-        guard case .parked(let current) = transport, current === parked else { return }  // closed meanwhile
+        guard let current = transport as? ParkedSocket, current === parked else { return }  // closed meanwhile
         transport = nil
         close(.connectionLost)
         core.flushDirty()

@@ -3,14 +3,13 @@ import MQTTCore
 import NIOCore
 
 /// One client connection: decodes bytes into packets, checks them against the ``ConnectionStateMachine``,
-/// dispatches each packet type to its handler method, and writes what the broker core and the session state
-/// machines decide. Writes are not flushed per packet; the core flushes every touched connection once per read
-/// batch.
+/// dispatches each packet type to its handler (`Handlers/`, one per packet type, as mosquitto's `read_handle.c`
+/// does to its `handle_*.c`), and writes what the broker core and the session state machines decide. Writes are
+/// not flushed per packet; the ``OutputFlusher`` flushes every touched connection once per read batch.
 ///
 /// Lives on the broker core's event loop, like the core itself (hence its `@exclusivity(unchecked)` properties, see
-/// ``BrokerCore``). A connection whose socket is on the core's loop sits in the channel pipeline; a socket on
-/// another loop of the group is served through a ``ConnectionRelay`` that forwards its bytes here and a
-/// ``RelayedChannel`` that carries the writes back.
+/// ``BrokerCore``). Its socket is reached through a ``ConnectionTransport``: the channel pipeline it sits in, a
+/// ``RelayedChannel`` to a socket on another loop, the core's own epoll loop, or a parked socket.
 final class BrokerConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -18,7 +17,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     let core: BrokerCore
     /// The client's address, for log metadata (NIO keeps it in the channel).
     private var remoteAddress: SocketAddress? { transport?.remoteAddress }
-    @exclusivity(unchecked) var transport: ConnectionTransport?
+    @exclusivity(unchecked) var transport: (any ConnectionTransport)?
     @exclusivity(unchecked) private var decoder: MQTTPacketDecoder
     /// The route this client's last PUBLISH took (``BrokerCore/route(_:from:)``).
     @exclusivity(unchecked) var routeHint: RouteCache<SessionKey>.Hint?
@@ -29,12 +28,13 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     @exclusivity(unchecked) private(set) var timerDeadline: NIODeadline?
     /// Made when someone asks for ``closeFuture`` (shutdown, tests): most connections never need one.
     @exclusivity(unchecked) private var closePromise: EventLoopPromise<Void>?
-    @exclusivity(unchecked) private var protocolVersion: MQTTProtocolVersion = .v3_1_1
+    /// The protocol level of the client's CONNECT, which every packet to it is encoded for.
+    @exclusivity(unchecked) var protocolVersion: MQTTProtocolVersion = .v3_1_1
     /// [tls] The listener takes the user name from the client certificate (`use_identity_as_username`); CONNECT's
     /// user name and password are then ignored and the core skips password authentication.
     let usesCertificateIdentity: Bool
     /// [tls] The certificate identity, delivered by the TLS layer after the handshake, before any MQTT byte.
-    @exclusivity(unchecked) private var certificateIdentity: TLSClientIdentity?
+    @exclusivity(unchecked) private(set) var certificateIdentity: TLSClientIdentity?
 
     /// The session attached by a successful CONNECT; set and cleared by the core.
     @exclusivity(unchecked) var session: BrokerSession?
@@ -112,10 +112,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     /// The event loop the socket is served on: the core's loop, or another one when relayed (the core's while
     /// parked).
     var socketEventLoop: any EventLoop {
-        switch transport {
-        case .relayed(let relayed): relayed.channel.eventLoop
-        case .pipeline, .parked, .epoll, nil: core.eventLoop
-        }
+        transport?.socketEventLoop ?? core.eventLoop
     }
 
     init(core: BrokerCore, usesCertificateIdentity: Bool = false, socketDescriptor: CInt? = nil) {
@@ -136,8 +133,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         socketDescriptor: CInt? = nil
     ) {
         self.init(core: core, usesCertificateIdentity: usesCertificateIdentity, socketDescriptor: socketDescriptor)
-        self.transport = .relayed(
-            RelayedChannel(channel: relayedChannel, relay: relay, handlerBox: handlerBox))
+        self.transport = RelayedChannel(channel: relayedChannel, relay: relay, handlerBox: handlerBox)
         start()
     }
 
@@ -145,7 +141,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     convenience init(core: BrokerCore, epollSocket: EpollSocketTransport) {
         self.init(core: core, socketDescriptor: epollSocket.descriptor)
         epollSocket.attach(self)
-        self.transport = .epoll(epollSocket)
+        self.transport = epollSocket
         start()
     }
 
@@ -153,7 +149,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         // The descriptor, when known, is the one this channel took (a parked connection's comes back on its own).
-        attach(.pipeline(PipelineChannel(context: context, descriptor: socketDescriptor)))
+        attach(PipelineChannel(context: context, descriptor: socketDescriptor))
         if context.channel.isActive {
             start()
         }
@@ -162,14 +158,13 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     /// Whether `context` is the pipeline this handler currently writes to: after parking, the old channel's last
     /// events (inactive, removed) belong to a socket the connection no longer uses.
     private func isCurrent(_ context: ChannelHandlerContext) -> Bool {
-        if case .pipeline(let pipeline) = transport { return pipeline.context === context }
-        return false
+        (transport as? PipelineChannel)?.context === context
     }
 
     /// Takes `newTransport` as the way to the socket: the first one, or the channel a parked connection comes back
     /// on, which first gets what was written while parked.
-    func attach(_ newTransport: ConnectionTransport) {
-        guard case .parked(let parked) = transport else {
+    func attach(_ newTransport: any ConnectionTransport) {
+        guard let parked = transport as? ParkedSocket else {
             transport = newTransport
             return
         }
@@ -212,7 +207,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        core.pipelineReadBegins()
+        core.flusher.readBatchBegins()
         received(unwrapInboundIn(data))
     }
 
@@ -234,18 +229,18 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
 
     /// The socket's read batch is processed: what it wrote (acks to this client, messages to subscribers) leaves
     /// now, before the next socket's batch is read. Flushing per read batch rather than once per loop tick lets
-    /// the subscribers read in parallel with the broker's next batch (fan-in at QoS 0: 318k → 621k msg/s, and no
-    /// more messages dropped for a subscriber whose output piled up over a whole tick), and an isolated message
-    /// does not wait for the rest of the tick. The end-of-tick flush (``BrokerCore/markDirty(_:)``) still covers
-    /// writes made outside a read (timers, relayed sockets, other connections' closing).
+    /// the subscribers read in parallel with the broker's next batch (and a subscriber's output does not pile up
+    /// over a whole tick until it drops), and an isolated message does not wait for the rest of the tick. The
+    /// end-of-tick flush (``OutputFlusher/markDirty(_:)``) still covers writes made outside a read (timers, relayed
+    /// sockets, other connections' closing).
     func channelReadComplete(context: ChannelHandlerContext) {
-        core.pipelineReadEnds()
+        core.flusher.readBatchEnds()
         core.flushDirty(deferringAcknowledgements: true)
         context.fireChannelReadComplete()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        core.pipelineReadEnds()
+        core.flusher.readBatchEnds()
         if isCurrent(context) {
             transportInactive()
         }
@@ -293,7 +288,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        core.pipelineReadEnds()
+        core.flusher.readBatchEnds()
         guard isCurrent(context) else { return }
         transportFailed("\(error)")
     }
@@ -329,8 +324,8 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
             {
                 return
             }
-            // Unwrapped as it is decoded and moved into `handle`, which consumes it: its destroy there took 1.5% of the
-            // broker's user time in fan-in QoS 2, against 2.2% for the optional this loop used to keep and destroy.
+            // Unwrapped as it is decoded and moved into `handle`, which consumes it: destroying it there is cheaper
+            // than keeping an optional in this loop and destroying that.
             let packet: MQTTPacket
             do {
                 guard let decoded = try decoder.decode(from: &buffer) else { return }
@@ -369,70 +364,31 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
             logger.trace("received", metadata: ["packet": "\(type)"])
         }
         switch consume packet {
-        case .connect(let connect): handleConnect(connect)
-        case .publish(let publish): handlePublish(publish)
-        case .puback(let puback): handlePubAck(puback)
-        case .pubrec(let pubrec): handlePubRec(pubrec)
-        case .pubrel(let pubrel): handlePubRel(pubrel)
-        case .pubcomp(let pubcomp): handlePubComp(pubcomp)
-        case .subscribe(let subscribe): handleSubscribe(subscribe)
-        case .unsubscribe(let unsubscribe): handleUnsubscribe(unsubscribe)
-        case .pingreq: handlePingReq()
-        case .disconnect: close(.clientDisconnected)
+        case .connect(let connect): ConnectHandler.handle(connect, on: self)
+        case .publish(let publish): PublishHandler.handle(publish, on: self)
+        case .puback(let puback): PubAckHandler.handle(puback, on: self)
+        case .pubrec(let pubrec): PubRecHandler.handle(pubrec, on: self)
+        case .pubrel(let pubrel): PubRelHandler.handle(pubrel, on: self)
+        case .pubcomp(let pubcomp): PubCompHandler.handle(pubcomp, on: self)
+        case .subscribe(let subscribe): SubscribeHandler.handle(subscribe, on: self)
+        case .unsubscribe(let unsubscribe): UnsubscribeHandler.handle(unsubscribe, on: self)
+        case .pingreq: PingHandler.handle(on: self)
+        case .disconnect: DisconnectHandler.handle(on: self)
         case .connack, .suback, .unsuback, .pingresp:
             // The state machine already refuses these; kept explicit so the switch has no default.
             close(.protocolViolation(.serverOnlyPacket(type)))
         }
     }
 
-    // MARK: Packet handlers (PUBLISH and the acknowledgements in +Publish, SUBSCRIBE and UNSUBSCRIBE in +Subscribe)
+    // MARK: Connection state the handlers change
 
-    private func handleConnect(_ connect: ConnectPacket) {
-        protocolVersion = connect.protocolVersion
-        var connect = connect
-        if usesCertificateIdentity {  // [tls] use_identity_as_username: the certificate's CN is the user name
-            guard let identified = certificateIdentity?.applied(to: connect) else {
-                logger.notice("CONNECT refused: client certificate has no common name to use as user name")
-                write(.connack(ConnAckPacket(sessionPresent: false, returnCode: .notAuthorized)))
-                close(.connectRejected(.notAuthorized))
-                return
-            }
-            connect = identified
-        }
-        switch core.connect(connect, connection: self) {
-        case .rejected(let code):
-            write(.connack(ConnAckPacket(sessionPresent: false, returnCode: code)))
-            close(.connectRejected(code))
-        case .accepted(let session, let sessionPresent):
-            decoder.protocolVersion = connect.protocolVersion
-            will = connect.will
-            if let topic = will?.topic, !session.accessPolicy.mayPublish(to: topic) {  // [auth] write ACL for the will
-                logger.notice("will dropped: acl denies write", metadata: ["topic": "\(topic)"])
-                will = nil
-            }
-            if connect.keepAliveSeconds > core.configuration.maxKeepalive {
-                logger.notice(
-                    "keepalive above max_keepalive accepted (MQTT 3.1.1 cannot negotiate it)",
-                    metadata: ["keepalive": "\(connect.keepAliveSeconds)"]
-                )
-            }
-            stateMachine.connectAccepted(keepAliveSeconds: connect.keepAliveSeconds, now: core.eventLoop.now)
-            armTimer()
-            logger.info(
-                "client connected",
-                metadata: [
-                    "cleanSession": "\(connect.cleanSession)", "keepalive": "\(connect.keepAliveSeconds)",
-                    "sessionPresent": "\(sessionPresent)", "protocol": "\(connect.protocolVersion)",
-                ]
-            )
-            write(.connack(ConnAckPacket(sessionPresent: sessionPresent, returnCode: .accepted)))
-            core.resumeDelivery(for: session)
-        }
-    }
-
-    /// PINGREQ: answered with PINGRESP at once.
-    func handlePingReq() {
-        write(.pingresp(PingRespPacket()))
+    /// CONNECT was accepted: packets are now decoded at the client's protocol level, its will (nil when the ACL
+    /// refused it) is kept for an unclean end, and the keepalive replaces the connect timeout.
+    func connectAccepted(_ connect: ConnectPacket, will: ConnectPacket.Will?) {
+        decoder.protocolVersion = connect.protocolVersion
+        self.will = will
+        stateMachine.connectAccepted(keepAliveSeconds: connect.keepAliveSeconds, now: core.eventLoop.now)
+        armTimer()
     }
 
     /// The session of a connected client. The state machine only lets packets other than CONNECT through after
@@ -543,7 +499,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     }
 
     /// Writes a PUBACK, PUBREC, PUBREL or PUBCOMP without flushing: its four bytes straight into the coalescing
-    /// buffer, with no packet value to build, switch over and destroy (three of these per message in fan-in QoS 2).
+    /// buffer, with no packet value to build, switch over and destroy (a QoS 2 message takes three).
     func writeAcknowledgement(_ acknowledgement: MQTTAcknowledgement) {
         guard transport != nil else { return }
         let written = encodeIntoOutput(describing: "\(acknowledgement.kind)") { (buffer) throws(MQTTCodecError) in
@@ -555,8 +511,8 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     }
 
     /// Runs `encode` on the coalescing buffer and returns the bytes it wrote; 0 when the encoder refused the packet,
-    /// which is logged and leaves the buffer as it was. Always inlined: as a call it cost about 70 instructions per
-    /// message in fan-in QoS 2 (14,990 against 14,900, `scripts/bench-instructions.sh`).
+    /// which is logged and leaves the buffer as it was. Always inlined: it runs for every packet written, and as a call
+    /// it would cost a call's overhead on each.
     @inline(__always)
     private func encodeIntoOutput(
         describing packet: @autoclosure () -> String, _ encode: (inout ByteBuffer) throws(MQTTCodecError) -> Void
@@ -581,7 +537,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         core.statistics.messagesSent += 1
         core.statistics.bytesSent += UInt64(bytes)
         noteHanded(bytes)  // [flow]
-        core.markDirty(self)
+        core.flusher.markDirty(self)
     }
 
     /// Writes one outbound PUBLISH without flushing: encoded straight into the coalescing buffer, with a large
@@ -623,7 +579,19 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         core.statistics.publishSent += 1
         core.statistics.bytesSent += UInt64(bytes)
         noteHanded(bytes, delivery: true)  // [flow]
-        core.markDirty(self)
+        core.flusher.markDirty(self)
+    }
+
+    /// Writes what an outbound-flow event decided, without flushing.
+    func write(_ actions: [OutboundAction]) {
+        for action in actions {
+            switch action {
+            case .publish(let delivery):
+                writePublish(delivery)
+            case .pubrel(let packetID):
+                writeAcknowledgement(MQTTAcknowledgement(.pubrel, packetID: packetID))
+            }
+        }
     }
 
     /// Flushes pending writes (called by the core once per batch, `now` being the batch's time).
@@ -652,7 +620,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         log(reason)
         core.connectionEnded(self, reason: reason)
         will = nil
-        if case .parked(let parked) = transport {  // [park]
+        if let parked = transport as? ParkedSocket {
             closeParked(parked)
             return
         }

@@ -19,8 +19,8 @@ extension BrokerCore {
         deadlineTimer?.cancel()
         deadlineTimerAt = earliest
         // `self` is captured strongly, not weakly: one weak reference gives an object a side table for good, and
-        // from then on every retain and release of the core (several per message) takes the runtime's slow path
-        // (2.5% of the broker's user time in fan-in QoS 2 was spent in them). The cycle this makes (the core holds
+        // from then on every retain and release of the core (several per message) takes the runtime's slow path.
+        // The cycle this makes (the core holds
         // the task, the task holds the core) ends when the task runs, or at `shutdown()`, which cancels all three
         // timers of the core, or when the event loop drops its tasks on shutdown.
         deadlineTimer = eventLoop.assumeIsolated().scheduleTask(deadline: earliest) { [self] in

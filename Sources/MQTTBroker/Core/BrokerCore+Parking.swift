@@ -63,7 +63,7 @@ extension BrokerCore {
     func parkedSocketsReady(_ tickets: [SocketWatcher.Ticket]) {
         for ticket in tickets {
             guard let connection = parkedConnections[SocketWatcher.descriptor(of: ticket)],
-                case .parked(let parked) = connection.transport, parked.ticket == ticket
+                let parked = connection.transport as? ParkedSocket, parked.ticket == ticket
             else { continue }
             connection.unpark()
         }

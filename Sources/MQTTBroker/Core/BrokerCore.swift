@@ -13,8 +13,7 @@ import NIOCore
 /// Exclusivity: the stored properties of the core and of the other classes confined to its loop (connection
 /// handlers, sessions, the subscription trie, the transports) are `@exclusivity(unchecked)`. One thread touches
 /// them, so no two accesses can overlap across threads; the compiler's static exclusivity checks still apply, and
-/// the dynamic ones cost about 7% of the CPU on the message path (fan-in QoS 2: 109k → 117k msg/s, pairs QoS 1:
-/// 238k → 259k msg/s, medians of 4 alternating runs).
+/// the dynamic ones are a measurable share of the message path's CPU (docs/benchmarks.md).
 final class BrokerCore {
     /// The broker version announced on `$SYS/broker/version`.
     static let version = "mqttchat 0.1.0"
@@ -31,19 +30,16 @@ final class BrokerCore {
     let startedAt: NIODeadline
 
     @exclusivity(unchecked) var statistics = BrokerStatistics()
-    /// Keyed by the identifier's bytes: two identifiers that only Unicode calls equal are two clients.
-    @exclusivity(unchecked) private var sessionsByClientID: [UTF8Key<String>: BrokerSession] = [:]
-    @exclusivity(unchecked) private(set) var sessionsByKey: [SessionKey: BrokerSession] = [:]
+    /// Every session, connected or not.
+    let sessions: SessionRegistry
     private let subscriptionIndex = SubscriptionIndex<SessionKey>()
     let retainedStore = RetainedStore()
     /// Every open connection, connected or still waiting for CONNECT, for shutdown.
     @exclusivity(unchecked) private(set) var connections: [ObjectIdentifier: BrokerConnectionHandler] = [:]
-    /// Connections written to since the last flush.
-    @exclusivity(unchecked) private var dirtyConnections: [BrokerConnectionHandler] = []
-    /// The list ``flushDirty()`` hands back for the next tick's dirty connections.
-    @exclusivity(unchecked) private var spareDirtyConnections: [BrokerConnectionHandler] = []
-    @exclusivity(unchecked) private var nextSessionKey: UInt64 = 0
-    @exclusivity(unchecked) private var nextAssignedID: UInt64 = 0
+    /// When the connections' output leaves (per read batch, or at the end of the tick).
+    let flusher: OutputFlusher
+    /// Written coalescing buffers, for the next connection that writes.
+    @exclusivity(unchecked) var outputBuffers = OutputBufferPool()
     @exclusivity(unchecked) private(set) var isShuttingDown = false
     @exclusivity(unchecked) private var sysTask: Scheduled<Void>?
     /// Connection deadlines and the one timer armed for the earliest (BrokerCore+Deadlines.swift).
@@ -56,8 +52,10 @@ final class BrokerCore {
     @exclusivity(unchecked) var stallCheckTask: Scheduled<Void>?
     /// [flow] The emptied array of back-pressure actions, kept for the next use (``takeBackpressureActions()``).
     @exclusivity(unchecked) var spareBackpressureActions: [PublisherBackpressure<ObjectIdentifier, SessionKey>.Action] = []
-    /// [persist] Durable persistence (Persistence/); nil when off, which keeps every hook a nil check.
-    @exclusivity(unchecked) var persistence: PersistenceStore?
+    /// What must survive a restart is recorded here: ``NoPersistence`` when `persistence` is off.
+    @exclusivity(unchecked) private(set) var storage: any BrokerPersistence = NoPersistence()
+    /// The durable store, when `persistence` is on (its statistics, compaction and shutdown).
+    @exclusivity(unchecked) private(set) var persistence: PersistenceStore?
     // [park] parking idle connections (BrokerCore+Parking.swift); nil when parking is off or sockets are NIO's.
     /// Watches parked sockets (and the plain listeners).
     @exclusivity(unchecked) var socketWatcher: SocketWatcher?
@@ -74,6 +72,8 @@ final class BrokerCore {
         self.logsEveryPacket = logger.logLevel <= .trace
         self.eventLoop = eventLoop
         self.startedAt = eventLoop.now
+        self.sessions = SessionRegistry(configuration: configuration)
+        self.flusher = OutputFlusher(eventLoop: eventLoop)
         self.backpressure = configuration.backpressureStallTimeout.map { PublisherBackpressure(stallTimeout: $0) }  // [flow]
     }
 
@@ -81,7 +81,7 @@ final class BrokerCore {
     @exclusivity(unchecked) private(set) var connectedClientCount = 0
 
     /// The number of sessions, connected or not.
-    var sessionCount: Int { sessionsByKey.count }
+    var sessionCount: Int { sessions.count }
 
     /// The number of (client, filter) subscriptions.
     var subscriptionCount: Int { subscriptionIndex.count }
@@ -93,7 +93,13 @@ final class BrokerCore {
 
     /// The session stored for `clientID`, if any.
     func session(forClientID clientID: String) -> BrokerSession? {
-        sessionsByClientID[UTF8Key(clientID)]
+        sessions.session(forClientID: clientID)
+    }
+
+    /// Persistence was recovered into this core: from now on what must survive a restart is recorded in `store`.
+    func persistenceStarted(_ store: PersistenceStore) {
+        persistence = store
+        storage = store
     }
 
     // MARK: Connections
@@ -124,7 +130,7 @@ final class BrokerCore {
         var clientID = packet.clientIdentifier
         if clientID.isEmpty {
             guard packet.cleanSession else { return .rejected(.identifierRejected) }
-            clientID = assignClientID()
+            clientID = sessions.assignClientID()
         }
         // [tls] use_identity_as_username: the verified client certificate authenticated the client.
         if !connection.usesCertificateIdentity, let refusal = authenticate(packet, clientID: clientID) {
@@ -132,20 +138,20 @@ final class BrokerCore {
         }
 
         // Takeover: the old connection ends without DISCONNECT, so its will is published (MQTT-3.1.4-2).
-        if let existing = sessionsByClientID[UTF8Key(clientID)], let old = existing.connection {
+        if let existing = sessions.session(forClientID: clientID), let old = existing.connection {
             old.close(.takenOver)
         }
 
         let sessionPresent: Bool
         let session: BrokerSession
-        if let existing = sessionsByClientID[UTF8Key(clientID)], !packet.cleanSession {
+        if let existing = sessions.session(forClientID: clientID), !packet.cleanSession {
             session = existing
             sessionPresent = true
         } else {
-            if let existing = sessionsByClientID[UTF8Key(clientID)] {
+            if let existing = sessions.session(forClientID: clientID) {
                 removeSession(existing)
             }
-            session = makeSession(clientID: clientID, cleanSession: packet.cleanSession)
+            session = sessions.makeSession(clientID: clientID, cleanSession: packet.cleanSession)
             sessionPresent = false
         }
         session.cleanSession = packet.cleanSession
@@ -153,7 +159,7 @@ final class BrokerCore {
         session.accessPolicy = ClientAccessPolicy(acl: configuration.accessControl, clientID: clientID, username: packet.username)
         session.connection = connection
         connection.session = session
-        if !sessionPresent, !packet.cleanSession { persistence?.sessionCreated(session) }  // [persist]
+        if !sessionPresent, !packet.cleanSession { storage.sessionCreated(session) }
         connectedClientCount += 1
         statistics.maximumConnected = max(statistics.maximumConnected, connectedClientCount)
         return .accepted(session: session, sessionPresent: sessionPresent)
@@ -210,10 +216,10 @@ final class BrokerCore {
         }
         if message.retain {
             retainedStore.apply(message)
-            persistence?.retainedChanged(message)  // [persist]
+            storage.retainedChanged(message)
             message.retain = false  // forwarded with RETAIN cleared (MQTT-3.3.1-9)
         }
-        var recorder = persistence?.routeRecorder(for: &message)  // [persist] records persistent targets
+        var recorder = storage.routeRecorder(for: &message)  // records what persistent sessions must not lose
         // A `let` the closure below borrows; it would copy a `var` it captured for every session it enqueues to.
         let forwarded = consume message
         var sharedQoS0: PublishEncoding.Encoded?
@@ -221,12 +227,12 @@ final class BrokerCore {
         // route cache's hash of the topic. Moved out and back, not copied, so it costs no reference counting.
         var routeHint = publisher?.routeHint.take()
         subscriptionIndex.forEachMatch(topic: forwarded.topic, hint: &routeHint) { key, grantedQoS in
-            guard let session = sessionsByKey[key] else { return }
+            guard let session = sessions.session(forKey: key) else { return }
             guard session.accessPolicy.mayReceive(forwarded.topic) else { return }  // [auth] read ACL per message
             let qos = min(forwarded.qos, grantedQoS)
             switch session.outbound.enqueue(forwarded, qos: qos, retain: false) {
             case .send(let delivery):
-                if recorder?.handles(delivery, for: session) == true { return }  // [persist]
+                if recorder?.handles(delivery, for: session) == true { return }
                 guard let connection = session.connection else { return }
                 if delivery.qos == .atMostOnce {
                     // Every QoS 0 copy is byte-identical: encode once, share the buffers.
@@ -237,7 +243,7 @@ final class BrokerCore {
                     connection.writePublish(delivery)
                 }
             case .queued:
-                recorder?.queued(qos, for: session)  // [persist]
+                recorder?.queued(qos, for: session)
                 holdBackPublisher(publisher, for: session, qos: qos)  // [flow]
             case .discarded:
                 return
@@ -249,14 +255,14 @@ final class BrokerCore {
             }
         }
         publisher?.routeHint = routeHint
-        recorder?.finish()  // [persist]
+        recorder?.finish()
     }
 
     /// Adds or replaces a subscription (re-subscribing replaces the QoS, MQTT-3.8.4-3).
     func subscribe(_ session: BrokerSession, to filter: String, qos: QoS) {
         session.subscriptions[UTF8Key(filter)] = qos
         subscriptionIndex.subscribe(session.key, to: filter, qos: qos)
-        persistence?.subscribed(session, to: filter, qos: qos)  // [persist]
+        storage.subscribed(session, to: filter, qos: qos)
     }
 
     /// Sends the retained messages matching a new or renewed subscription, with RETAIN set (MQTT-3.3.1-6).
@@ -271,18 +277,18 @@ final class BrokerCore {
     func unsubscribe(_ session: BrokerSession, from filter: String) {
         guard session.subscriptions.removeValue(forKey: UTF8Key(filter)) != nil else { return }
         subscriptionIndex.unsubscribe(session.key, from: filter)
-        persistence?.unsubscribed(session, from: filter)  // [persist]
+        storage.unsubscribed(session, from: filter)
     }
 
     /// The list acknowledgements collect their actions in (``acknowledged(_:packetID:by:)``): kept between
-    /// acknowledgements, so that each one allocates no list of its own (two per message in fan-in QoS 2).
+    /// acknowledgements, so that each one allocates no list of its own (a QoS 2 delivery takes two).
     @exclusivity(unchecked) private var acknowledgementActions: [OutboundAction] = []
 
     /// A client acknowledged an outbound PUBLISH (PUBACK, PUBREC or PUBCOMP): records it for a persistent session,
     /// advances the session's window and writes what follows (PUBREL, or queued messages that now fit).
     func acknowledged(_ acknowledgement: OutboundAcknowledgement, packetID: UInt16, by session: BrokerSession) {
-        // [persist] Recorded before the flow forgets the entry (a PUBREC before the PUBREL it causes).
-        persistence?.outboundAcknowledged(acknowledgement, packetID: packetID, session: session)
+        // Recorded before the flow forgets the entry (a PUBREC before the PUBREL it causes).
+        storage.outboundAcknowledged(acknowledgement, packetID: packetID, session: session)
         // Taken out, not borrowed: a write below may end in another acknowledgement's actions (a connection whose
         // output unblocks), which then find the list empty and make their own.
         var actions = acknowledgementActions
@@ -297,29 +303,18 @@ final class BrokerCore {
     func perform(_ actions: [OutboundAction], for session: BrokerSession) {
         guard let connection = session.connection else { return }
         defer { noteProgress(of: session) }  // [flow] the session acknowledged something, persistent or not
-        if let persistence, !session.cleanSession {  // [persist] QoS 2 steps wait for their records
-            persistence.perform(actions, for: session, via: connection)
-            return
-        }
-        for action in actions {
-            switch action {
-            case .publish(let delivery):
-                connection.writePublish(delivery)
-            case .pubrel(let packetID):
-                connection.writeAcknowledgement(MQTTAcknowledgement(.pubrel, packetID: packetID))
-            }
-        }
+        storage.performOutbound(actions, for: session, via: connection)
     }
 
     private func offer(_ message: BrokerMessage, qos: QoS, retain: Bool, to session: BrokerSession) {
         var message = message
-        var recorder = persistence?.retainedCopyRecorder(for: &message, qos: qos, session: session)  // [persist]
+        var recorder = storage.retainedCopyRecorder(for: &message, qos: qos, session: session)
         switch session.outbound.enqueue(message, qos: qos, retain: retain) {
         case .send(let delivery):
-            if recorder?.handles(delivery, for: session) == true { break }  // [persist]
+            if recorder?.handles(delivery, for: session) == true { break }
             session.connection?.writePublish(delivery)
         case .queued:
-            recorder?.queued(qos, for: session)  // [persist]
+            recorder?.queued(qos, for: session)
         case .discarded:
             break
         case .dropped:
@@ -327,7 +322,7 @@ final class BrokerCore {
         case .droppedSlowConsumer:
             noteDroppedSlowConsumer(session)  // [flow]
         }
-        recorder?.finish()  // [persist]
+        recorder?.finish()
     }
 
     private func noteDropped(_ session: BrokerSession) {
@@ -344,179 +339,47 @@ final class BrokerCore {
 
     // MARK: Flushing
 
-    /// Whether a flush of the dirty connections is already scheduled for the end of this loop tick.
-    @exclusivity(unchecked) private var flushScheduled = false
-    /// The end-of-tick flush is made by the loop's iteration-end handler, not a task queued for it
-    /// (``flushAtIterationEnd(of:)``).
-    @exclusivity(unchecked) private var flushesAtIterationEnd = false
-    /// When the read batch of a socket on this loop began: set by its first `channelRead`, cleared when the batch
-    /// completes or the socket closes or fails (both of which flush too). Nil outside a batch.
-    @exclusivity(unchecked) private(set) var pipelineReadStartedAt: NIODeadline?
+    /// The time of the read batch in progress, or the clock (``OutputFlusher/now``).
+    var now: NIODeadline { flusher.now }
 
-    /// Whether a socket on this loop is between `channelRead` and `channelReadComplete`: its read batch ends with a
-    /// flush, so writes made meanwhile need no end-of-tick task.
-    var isInPipelineRead: Bool { pipelineReadStartedAt != nil }
+    /// Whether a socket on this loop is inside a read batch, which ends with a flush.
+    var isInPipelineRead: Bool { flusher.isInReadBatch }
 
-    /// A socket's read batch begins (its `channelRead`).
-    func pipelineReadBegins() {
-        if pipelineReadStartedAt == nil { pipelineReadStartedAt = eventLoop.now }
+    /// Flushes every connection written to since the last call (``OutputFlusher/flushDirty(deferringAcknowledgements:)``).
+    func flushDirty(deferringAcknowledgements: Bool = false) {
+        flusher.flushDirty(deferringAcknowledgements: deferringAcknowledgements)
     }
 
-    /// The socket's read batch completed, or the socket closed or failed.
-    func pipelineReadEnds() {
-        pipelineReadStartedAt = nil
-    }
+    /// The pool's limit (tests).
+    static var maxSpareOutputBuffers: Int { OutputBufferPool.maxBuffers }
 
-    /// Runs `decode` (input decoded outside a socket's read, such as a resumed publisher's buffered bytes) as one
-    /// read batch: one clock read for all of it instead of one per routed message, and writes flushed together at
-    /// its end instead of by an end-of-tick task. Inside a read batch already, it simply joins that batch.
-    func decodeAsReadBatch(_ decode: () -> Void) {
-        guard !isInPipelineRead else { return decode() }
-        pipelineReadBegins()
-        decode()
-        pipelineReadEnds()
-        flushDirty()
-    }
-
-    /// The time for bookkeeping that needs no finer grain than a read batch (keepalive, back-pressure stalls):
-    /// inside a read batch the time it began, otherwise the clock. One clock read per batch instead of one per
-    /// acknowledgement or routed message.
-    var now: NIODeadline { pipelineReadStartedAt ?? eventLoop.now }
-
-    /// Remembers that `connection` has unflushed writes and makes sure they are flushed: when the read batch of a
-    /// socket on this loop is complete (``BrokerConnectionHandler/channelReadComplete(context:)``), otherwise (timers,
-    /// relayed sockets) by a task at the end of the current event-loop tick (NIO runs tasks after the tick's I/O).
-    /// Everything one read batch wrote to a connection leaves in one flush, i.e. one `writev`.
-    func markDirty(_ connection: BrokerConnectionHandler) {
-        guard !connection.isDirty else { return }
-        connection.isDirty = true
-        dirtyConnections.append(connection)
-        guard !isInPipelineRead else { return }
-        scheduleEndOfTickFlush()
-    }
-
-    // MARK: Output buffers
-
-    /// Coalescing buffers whose bytes the kernel has taken, for the next connection that writes: without them a
-    /// broker at a low rate allocates and frees a buffer for every flush. A few, and none larger than
-    /// ``maxSpareOutputBufferCapacity``, so they cost the core at most 256 KB.
-    @exclusivity(unchecked) private var spareOutputBuffers: [ByteBuffer] = []
-    static let maxSpareOutputBuffers = 8
-    static let maxSpareOutputBufferCapacity = 32 * 1024
-
-    /// Where the spare buffers' bytes are (for tests: the pool must keep its storage over real socket writes).
-    var spareOutputStorageAddresses: [UInt] {
-        spareOutputBuffers.map { $0.withVeryUnsafeBytes { UInt(bitPattern: $0.baseAddress) } }
-    }
+    /// Where the spare buffers' bytes are (tests).
+    var spareOutputStorageAddresses: [UInt] { outputBuffers.storageAddresses }
 
     /// A written buffer to coalesce output into, if one is spare.
     func takeOutputBuffer() -> ByteBuffer? {
-        spareOutputBuffers.popLast()
+        outputBuffers.take()
     }
 
-    /// `buffer` was written in full. Should anything still hold it, `clear()` gives the pool new storage instead,
-    /// so a pooled buffer never shares bytes with anyone.
-    ///
-    /// The buffer is taken, not borrowed: a caller that hands over its last reference (`consume`) lets `clear()`
-    /// keep the storage. A borrowed buffer would always look shared (the caller's copy and this one), and the pool
-    /// would allocate a new buffer for every flush, which is what it exists to avoid.
+    /// `buffer` was written in full: kept for the next connection that writes (``OutputBufferPool/recycle(_:)``).
     func recycleOutputBuffer(_ buffer: consuming ByteBuffer) {
-        guard spareOutputBuffers.count < Self.maxSpareOutputBuffers, buffer.capacity <= Self.maxSpareOutputBufferCapacity
-        else { return }
-        buffer.clear()
-        spareOutputBuffers.append(buffer)
-    }
-
-    /// Flushes every connection written to since the last call. `deferringAcknowledgements` (at the end of a read
-    /// batch) leaves connections that hold nothing but acknowledgements of their own publishes for the end of the
-    /// loop tick: the deliveries of every socket ready in this tick leave before any publisher's PUBACK.
-    func flushDirty(deferringAcknowledgements: Bool = false) {
-        guard !dirtyConnections.isEmpty else { return }
-        // Two arrays take turns, so a flush allocates nothing; a flush nested in another (a write completing
-        // inside the outer flush) finds no spare and starts an empty list.
-        var pending = spareDirtyConnections
-        spareDirtyConnections = []
-        swap(&pending, &dirtyConnections)
-        var deferred = false
-        let now = self.now  // one clock read per flush of the dirty list, not one per connection
-        for connection in pending {
-            if deferringAcknowledgements && connection.holdsOnlyAcknowledgements {
-                dirtyConnections.append(connection)
-                deferred = true
-            } else {
-                connection.flushNow(at: now)
-            }
-        }
-        pending.removeAllKeepingStorage()
-        spareDirtyConnections = pending
-        if deferred { scheduleEndOfTickFlush() }
-    }
-
-    private func scheduleEndOfTickFlush() {
-        guard !flushScheduled else { return }
-        flushScheduled = true
-        guard !flushesAtIterationEnd else { return }  // the loop calls flushIfScheduled() at the end of its iteration
-        eventLoop.assumeIsolated().execute { [self] in
-            flushIfScheduled()
-        }
-    }
-
-    private func flushIfScheduled() {
-        guard flushScheduled else { return }
-        flushScheduled = false
-        flushDirty()
-    }
-
-    /// Makes the end-of-tick flush on `loop`, the core's own loop, from the loop's iteration-end handler: every
-    /// message whose publisher's acknowledgement waits for the end of the tick would otherwise cost a queued task
-    /// (an allocation, two lock round trips and an extra `epoll_wait`). Call on `loop` before serving sockets. The
-    /// handler holds the core until the loop stops.
-    func flushAtIterationEnd(of loop: EpollEventLoop) {
-        precondition(loop === eventLoop, "the core flushes at the end of its own loop's iterations")
-        flushesAtIterationEnd = true
-        loop.setIterationEndHandler { [self] in flushIfScheduled() }
+        outputBuffers.recycle(buffer)
     }
 
     // MARK: Sessions
 
+    /// A new session for `clientID` (restored ones included).
     func makeSession(clientID: String, cleanSession: Bool) -> BrokerSession {
-        nextSessionKey += 1
-        let session = BrokerSession(
-            key: SessionKey(rawValue: nextSessionKey),
-            clientID: clientID,
-            cleanSession: cleanSession,
-            outbound: OutboundFlow(
-                maxInflight: configuration.maxInflightMessages,
-                maxQueued: configuration.maxQueuedMessages,
-                maxQueuedBytes: configuration.maxQueuedBytes,  // [flow]
-                queueQoS0WhileOffline: configuration.queueQoS0Messages
-            )
-        )
-        sessionsByClientID[UTF8Key(clientID)] = session
-        sessionsByKey[session.key] = session
-        return session
+        sessions.makeSession(clientID: clientID, cleanSession: cleanSession)
     }
 
     private func removeSession(_ session: BrokerSession) {
-        if !session.cleanSession { persistence?.sessionRemoved(session) }  // [persist]
+        if !session.cleanSession { storage.sessionRemoved(session) }
         for filter in session.subscriptions.keys {
             subscriptionIndex.unsubscribe(session.key, from: filter.base)
         }
         session.subscriptions.removeAll()
-        sessionsByKey[session.key] = nil
-        if sessionsByClientID[UTF8Key(session.clientID)] === session {
-            sessionsByClientID[UTF8Key(session.clientID)] = nil
-        }
-    }
-
-    /// A unique identifier for a client that connected with an empty one (MQTT-3.1.3-6).
-    private func assignClientID() -> String {
-        repeat {
-            nextAssignedID += 1
-            let random = UInt32.random(in: 0...UInt32.max)
-            let candidate = "auto-\(String(random, radix: 16))-\(nextAssignedID)"
-            if sessionsByClientID[UTF8Key(candidate)] == nil { return candidate }
-        } while true
+        sessions.remove(session)
     }
 
     /// The authentication step of CONNECT: nil to accept, or the CONNACK code to refuse with.

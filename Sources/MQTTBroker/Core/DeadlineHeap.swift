@@ -2,8 +2,8 @@ import NIOCore
 
 /// The connection deadlines of one broker core (connect timeout, keepalive), earliest first: a binary min-heap of
 /// (deadline, connection) pairs, so the core needs one event-loop timer for all its connections instead of one
-/// `Scheduled` task each (a scheduled task, its promise, its closure and a weak reference cost ~300 bytes per idle
-/// connection; an entry here costs 16).
+/// `Scheduled` task each (a scheduled task, its promise, its closure and a weak reference per idle connection,
+/// where an entry here is two words).
 ///
 /// Entries are never removed early: a connection that closes or moves its deadline leaves its old entry behind, and
 /// the core skips an entry whose deadline is no longer the connection's current one when it comes due. Stale

@@ -177,7 +177,7 @@ final class PersistenceStore {
             // The snapshot describes the state now, which includes the open batch: its records are not written.
             compactionRequested = false
             generation += 1
-            job = .compact(snapshot: core.makeSnapshot(generation: generation, pending: pendingMessages), generation: generation)
+            job = .compact(snapshot: BrokerStateSnapshot.make(of: core, generation: generation, pending: pendingMessages), generation: generation)
             logBytes = PersistenceFileFormat.headerSize
             lastSnapshot = eventLoop.now
         } else {

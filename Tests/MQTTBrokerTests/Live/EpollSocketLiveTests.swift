@@ -16,8 +16,7 @@ struct EpollSocketLiveTests {
     func servedOnEpoll(_ server: MQTTBrokerServer, _ clientID: String) async throws -> Bool? {
         try await server.withCore { core -> Bool? in
             guard let transport = core.session(forClientID: clientID)?.connection?.transport else { return nil }
-            if case .epoll = transport { return true }
-            return false
+            return transport is EpollSocketTransport
         } ?? nil
     }
 

@@ -58,8 +58,7 @@ final class ConnectionRelay: ChannelInboundHandler {
         core.eventLoop.execute {
             if let unparking {
                 handler.value = unparking.value
-                unparking.value.attach(
-                    .relayed(RelayedChannel(channel: channel, relay: relay, handlerBox: handler)))
+                unparking.value.attach(RelayedChannel(channel: channel, relay: relay, handlerBox: handler))
             } else {
                 handler.value = BrokerConnectionHandler(
                     core: core.value, relayedChannel: channel, usesCertificateIdentity: usesCertificateIdentity,

@@ -1,8 +1,8 @@
 import NIOCore
 
 /// Writes a flush straight to a socket's descriptor while NIO holds nothing for that socket, skipping NIO's write and
-/// flush through the pipeline (about 4,700 instructions of bookkeeping and two writability events per flush,
-/// measured with callgrind one message at a time). Lives on the socket's event loop, with the socket's channel.
+/// flush through the pipeline (its bookkeeping and two writability events per flush). Lives on the socket's event
+/// loop, with the socket's channel.
 ///
 /// NIO must hold nothing, or the direct write would overtake its bytes. Two checks together say so:
 /// - the channel is writable: the broker's sockets turn unwritable when NIO's queue goes above one byte and

@@ -19,12 +19,12 @@ import NIOCore
 /// - **Writing.** A flush goes straight to the socket. What the kernel does not take waits here, in order, and
 ///   leaves when the socket is writable again. Each flush's bytes are reported written (`outputWritten`) once
 ///   they left memory, as NIO's write promises reported them, so the pending-output bound works unchanged.
-/// - **Back-pressure.** Pausing reads on behalf of the core (``setReadingPaused(_:)``) drops the read interest.
+/// - **Back-pressure.** Pausing reads on behalf of the core (``setReadingPausedByCore(_:)``) drops the read interest.
 ///   A paused socket still hears of a reset or hang-up.
 ///
 /// Confined to the core's loop (hence its `@exclusivity(unchecked)` properties, see ``BrokerCore``). The
 /// connection and this transport hold each other until the socket closes.
-final class EpollSocketTransport: EpollEventHandler {
+final class EpollSocketTransport: EpollEventHandler, ConnectionTransport {
     /// Reads per readiness report, as NIO's `maxMessagesPerRead`: a busy socket cannot starve the others.
     static let maximumReadsPerWakeup = 4
     /// Buffers one `writev` takes at most (below `IOV_MAX`).
@@ -63,6 +63,10 @@ final class EpollSocketTransport: EpollEventHandler {
     /// A write failed; the connection is being closed, and further output is dropped (and reported written, as
     /// NIO failed the writes of a closing channel).
     @exclusivity(unchecked) private var writeFailed = false
+
+    var socketEventLoop: any EventLoop { loop }
+    /// An epoll socket has no channel to give up.
+    var parkingSupport: ParkingSupport { .unsupported }
 
     /// Takes over `descriptor`, a connected non-blocking socket; it is read once ``attach(_:)`` gave it a connection.
     init(descriptor: CInt, remoteAddress: SocketAddress?, loop: EpollEventLoop) {
@@ -121,14 +125,14 @@ final class EpollSocketTransport: EpollEventHandler {
                 break
             }
             reads += 1
-            if reads == 1 { core.pipelineReadBegins() }
+            if reads == 1 { core.flusher.readBatchBegins() }
             _ = sizing.record(actualReadBytes: result)
             handler.received(buffer)
             receiveBuffer = sizing.currentSize == size ? buffer : nil  // a new size gets a new buffer
             if result < size { break }
         }
         if reads > 0 {
-            core.pipelineReadEnds()
+            core.flusher.readBatchEnds()
             core.flushDirty(deferringAcknowledgements: true)
         }
         if let ending, !isClosed { end(handler, ending) }
@@ -302,7 +306,7 @@ final class EpollSocketTransport: EpollEventHandler {
     // MARK: Interest and closing
 
     /// Stops (or restarts) reading on behalf of the core (publisher back-pressure).
-    func setReadingPaused(_ paused: Bool) {
+    func setReadingPausedByCore(_ paused: Bool) {
         isReadingPaused = paused
         updateInterest()
     }

@@ -1,0 +1,9 @@
+import MQTTCore
+
+/// PUBACK from a client (MQTT 3.1.1 section 3.4): it completed a QoS 1 delivery; the session's window moves on.
+enum PubAckHandler {
+    static func handle(_ puback: PubAckPacket, on connection: BrokerConnectionHandler) {
+        guard let session = connection.attachedSession() else { return }
+        connection.core.acknowledged(.puback, packetID: puback.packetID, by: session)
+    }
+}
