@@ -81,9 +81,11 @@ public struct BrokerConfiguration: Sendable {
     /// How many event loops serve client sockets (reads, writes and system calls); accepted connections are spread
     /// over them. 1 keeps every socket on the broker core's loop. When the server's event loop group has exactly
     /// this many loops its loops are used, otherwise the broker runs a group of this size itself. The broker's
-    /// state and routing stay on one loop. Values below 1 count as 1. The default is the number of cores the
-    /// process may run on (its CPU affinity, e.g. under `taskset`, and cgroup limits).
-    public var eventLoopCount: Int = AvailableCores.count
+    /// state and routing stay on one loop, so every extra socket loop costs a hand-off per read batch: one loop, the
+    /// default, is the fastest choice on small and large machines alike (docs/benchmarks.md). Values below 1 count
+    /// as 1. `threads auto` in the config file asks for one loop per core the process may run on
+    /// (``AvailableCores``).
+    public var eventLoopCount: Int = 1
     /// What serves plain-TCP sockets on the broker core's loop (`socket_engine`). See ``SocketEngine``.
     public var socketEngine: SocketEngine = .automatic
     /// On the broker's own epoll loop (``SocketEngine/automatic`` with one loop), how long a wait for events polls
@@ -98,8 +100,8 @@ public struct BrokerConfiguration: Sendable {
     /// [park] A plain-TCP connection that has neither received nor sent a byte for this long, with nothing in flight,
     /// gives up its SwiftNIO channel and waits on a socket watcher of the broker's own until the client sends
     /// something or a message is written to it (`park_idle_connections_after_ms`). An idle connection then costs
-    /// less than half the memory; the first packet after a park takes about 0.16 ms longer, and a park and return
-    /// cost the broker about 46 µs of CPU. TLS connections never park. `nil` (0 in the config file) keeps every
+    /// less than half the memory, for a small delay on the first packet after a park and some broker CPU per park
+    /// and return. TLS connections never park. `nil` (0 in the config file) keeps every
     /// connection on its channel, and lets NIO accept the sockets.
     public var parkIdleConnectionsAfter: TimeAmount? = .milliseconds(500)
 

@@ -8,7 +8,7 @@ import Glibc
 ///
 /// `System.coreCount` honours cgroup quotas and cpusets but not the process's own affinity mask, so a broker started
 /// with `taskset -c 0` would still spread its sockets over one event loop per machine core and pay a cross-thread
-/// hand-off per read batch on the one core it has. The default of ``BrokerConfiguration/eventLoopCount`` uses this
+/// hand-off per read batch on the one core it has. `threads auto` (``BrokerConfiguration/eventLoopCount``) uses this
 /// count instead: the smaller of the two.
 enum AvailableCores {
     /// The cores in the affinity mask, capped by `System.coreCount`; `System.coreCount` where the mask is unknown.

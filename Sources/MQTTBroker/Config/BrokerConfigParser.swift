@@ -12,7 +12,7 @@ import NIOCore
 ///   interface); write `listener PORT 0.0.0.0` to listen everywhere.
 /// - Options mosquitto knows but this broker does not implement yet are refused with an
 ///   error instead of being ignored, so a config never silently loses a security setting.
-/// - `connect_timeout SECONDS`, `max_topic_levels N`, `threads N` and `log_level LEVEL` exist only here, and so do
+/// - `connect_timeout SECONDS`, `max_topic_levels N`, `threads N|auto` and `log_level LEVEL` exist only here, and so do
 ///   the flow-control keys `max_pending_output_bytes N`, `slow_consumer_timeout SECONDS` and
 ///   `backpressure_stall_ms MILLISECONDS`, the memory key `park_idle_connections_after_ms MILLISECONDS`, and
 ///   `poll_before_sleep_us MICROSECONDS`.
@@ -152,7 +152,9 @@ public enum BrokerConfigParser {
         case "max_keepalive":
             settings.configuration.maxKeepalive = UInt16(try line.integer(line.single(), in: 0...65535))
         case "threads":
-            settings.configuration.eventLoopCount = try line.integer(line.single(), in: 1...256)
+            let value = try line.single()
+            settings.configuration.eventLoopCount =
+                value == "auto" ? AvailableCores.count : try line.integer(value, in: 1...256)
         case "socket_engine":
             let value = try line.single()
             guard let engine = SocketEngine(rawValue: value) else { throw line.invalid(value, expected: "auto or nio") }
