@@ -4,9 +4,12 @@
 // Layers (arrows point at what a module depends on):
 //   MQTTCore (packets + codec, NIOCore only) <- MQTTBroker <- mqttchat (CLI)
 //   CLinuxSockets (epoll, eventfd, accept4) <- EpollEventLoop (an EventLoop of our own on epoll, the epoll set
-//   and listening socket the broker's socket watcher uses) <- MQTTBroker, EpollRelayFloor
+//   and listening socket the broker's socket watcher uses) <- MQTTBroker
 //   CMosquitto (libmosquitto shim) <- MQTTClient <- MQTTChat <- mqttchat (CLI)
 // The client side never imports the broker.
+// Sources/ holds only these modules and the CLI. The measurement tools are packages of their own beside it:
+// Benchmarks/ (floors, client and codec benchmarks, bench scripts; it uses this package's library products) and
+// Fuzz/ (the packet decoder's libFuzzer target).
 import PackageDescription
 
 let strictSettings: [SwiftSetting] = [
@@ -23,6 +26,11 @@ let package = Package(
         .library(name: "MQTTBroker", targets: ["MQTTBroker"]),
         .library(name: "MQTTClient", targets: ["MQTTClient"]),
         .library(name: "MQTTChat", targets: ["MQTTChat"]),
+        // For the Benchmarks package (a path dependency sees only products): EpollRelayFloor runs on
+        // EpollEventLoop and CLinuxSockets, MQTTClientBench calls libmosquitto's C API beside MQTTClient.
+        .library(name: "EpollEventLoop", targets: ["EpollEventLoop"]),
+        .library(name: "CLinuxSockets", targets: ["CLinuxSockets"]),
+        .library(name: "CMosquitto", targets: ["CMosquitto"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -87,18 +95,6 @@ let package = Package(
             dependencies: ["CMosquitto", "MQTTCore"],
             swiftSettings: strictSettings
         ),
-        // A client that connects with a will and sleeps; MQTTClientTests SIGKILL it to see the will published.
-        .executableTarget(
-            name: "MQTTClientProbe",
-            dependencies: ["MQTTClient", "MQTTCore"],
-            swiftSettings: strictSettings
-        ),
-        // Publish throughput through MQTTClient versus libmosquitto's C API, against a mosquitto it starts.
-        .executableTarget(
-            name: "MQTTClientBench",
-            dependencies: ["MQTTClient", "MQTTCore", "CMosquitto"],
-            swiftSettings: strictSettings
-        ),
 
         // MARK: Chat layer
         .target(
@@ -109,13 +105,6 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             exclude: ["Proto/chat.proto", "TOPICS.md"],
-            swiftSettings: strictSettings
-        ),
-
-        // MARK: Benchmark: protobuf vs JSON envelopes (swift run -c release ChatCodecBench)
-        .executableTarget(
-            name: "ChatCodecBench",
-            dependencies: ["MQTTChat", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             swiftSettings: strictSettings
         ),
 
@@ -148,33 +137,6 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
-        // MARK: Fuzzing
-        // libFuzzer target for the packet decoder: scripts/fuzz.sh builds it with -DFUZZING and the fuzzer and
-        // address sanitizers; a plain build is a corpus replayer (FuzzPacketDecoder FILE_OR_DIR...).
-        // The memory floor of an idle connection on SwiftNIO (bench-broker.sh's idle run).
-        .executableTarget(
-            name: "NIOFloorServer",
-            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
-            swiftSettings: strictSettings
-        ),
-        // The latency floor of an MQTT forwarder on SwiftNIO (README, Benchmarks: latency).
-        .executableTarget(
-            name: "NIORelayFloor",
-            dependencies: ["MQTTCore", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
-            swiftSettings: strictSettings
-        ),
-        // The same forwarder on a transport of its own (one epoll loop, no SwiftNIO): what leaving NIO could buy.
-        .executableTarget(
-            name: "EpollRelayFloor",
-            dependencies: ["CLinuxSockets", "EpollEventLoop"],
-            swiftSettings: strictSettings
-        ),
-        .executableTarget(
-            name: "FuzzPacketDecoder",
-            dependencies: ["MQTTCore", .product(name: "NIOCore", package: "swift-nio")],
-            swiftSettings: strictSettings
-        ),
-
         // MARK: Examples
         // A room bot embedding ChatClient (examples/RoomBot). A target of this package rather than a nested
         // package, so CI builds it with the rest instead of resolving and compiling the dependencies twice.
@@ -186,6 +148,13 @@ let package = Package(
         ),
 
         // MARK: Tests
+        // A client that connects with a will and sleeps; MQTTClientTests SIGKILL it to see the will published.
+        .executableTarget(
+            name: "MQTTClientProbe",
+            dependencies: ["MQTTClient", "MQTTCore"],
+            path: "Tests/MQTTClientProbe",
+            swiftSettings: strictSettings
+        ),
         // Live-test harness shared by the client, chat and load-generator tests: our broker in-process or a real
         // mosquitto on a free 127.0.0.1 port, TLS files, sockets and subprocesses.
         .target(

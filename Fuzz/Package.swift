@@ -1,10 +1,12 @@
 // swift-tools-version: 6.1
 // The decoder fuzzer's own package (scripts/fuzz.sh builds it with --sanitize=fuzzer).
 //
-// Its targets are the main package's MQTTCore and FuzzPacketDecoder sources (Sources/ holds symlinks to them), its
-// only dependency is swift-nio, and it asks for libFuzzer's coverage instrumentation of those two modules: with
-// this toolchain `-sanitize=fuzzer` alone adds no coverage counters to Swift code, and fuzzer builds of the main
-// package had them only some of the time. scripts/fuzz.sh checks every MQTTCore object for them.
+// Its targets are the fuzz target FuzzPacketDecoder (Sources/FuzzPacketDecoder) and the main package's MQTTCore
+// (Sources/MQTTCore is a symlink to ../../Sources/MQTTCore), its only dependency is swift-nio, and it asks for
+// libFuzzer's coverage instrumentation of those two modules: with this toolchain `-sanitize=fuzzer` alone adds no
+// coverage counters to Swift code, and fuzzer builds of the main package had them only some of the time.
+// scripts/fuzz.sh checks every MQTTCore object for them. The coverage flag needs a sanitizer, so there is no plain
+// build: reproducers and corpora are replayed by the fuzzer binary itself (scripts/fuzz.sh --replay FILE_OR_DIR...).
 import PackageDescription
 
 let settings: [SwiftSetting] = [

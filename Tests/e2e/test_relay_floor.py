@@ -1,8 +1,11 @@
 """The latency floors `docs/benchmarks.md` compares the broker with: `NIORelayFloor` (a forwarder on SwiftNIO)
 and `EpollRelayFloor` (the same forwarder on an epoll loop of its own). The load generator's pairs run goes
 through each at QoS 0 and 1 (through NIORelayFloor also with the broker's three ways of writing), losing
-nothing; a malformed remaining length closes only that connection. Skipped without MQTTCHAT_BIN (the relays
-are built beside it)."""
+nothing; a malformed remaining length closes only that connection.
+
+The relays are built by the Benchmarks package (`swift build --package-path Benchmarks`); MQTTCHAT_BENCH_BIN_DIR
+names its bin directory (scripts/test.sh sets it to `swift build --package-path Benchmarks --show-bin-path`).
+Skipped without it; the pairs runs also without MQTTCHAT_BIN (their load generator)."""
 import json
 import os
 import socket
@@ -18,15 +21,25 @@ import mqtt_raw as raw
 RELAYS = ["NIORelayFloor", "EpollRelayFloor"]
 
 
+def relay_binary(name: str) -> str:
+    """The path of relay `name` in MQTTCHAT_BENCH_BIN_DIR; skips the test with the reason when it is not there."""
+    bin_dir = os.environ.get("MQTTCHAT_BENCH_BIN_DIR")
+    if not bin_dir:
+        pytest.skip("MQTTCHAT_BENCH_BIN_DIR is unset: set it to "
+                    "$(swift build --package-path Benchmarks --show-bin-path) after building the Benchmarks package")
+    relay = os.path.join(bin_dir, name)
+    if not os.path.isfile(relay):
+        pytest.skip(f"{name} is not in MQTTCHAT_BENCH_BIN_DIR={bin_dir}: "
+                    "build it with `swift build --package-path Benchmarks`")
+    return relay
+
+
 @pytest.fixture
 def start_relay():
-    binary = mqttchat_bin()
     processes = []
 
     def start(name: str, *options: str) -> int:
-        relay = os.path.join(os.path.dirname(binary), name) if binary else None
-        if not relay or not os.path.isfile(relay):
-            pytest.skip(f"MQTTCHAT_BIN is unset, or {name} was not built beside it")
+        relay = relay_binary(name)
         port = free_port()
         process = subprocess.Popen([relay, *options, str(port)], stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL)
@@ -57,6 +70,8 @@ def start_relay():
                          ids=["nio-plain", "nio-broker-writes", "epoll"])
 @pytest.mark.parametrize("qos", [0, 1])
 def test_pairs_go_through_the_relay(start_relay, relay, options, qos):
+    if not mqttchat_bin():
+        pytest.skip("MQTTCHAT_BIN is unset: the load goes through `mqttchat bench`")
     port = start_relay(relay, *options)
     r = subprocess.run([mqttchat_bin(), "bench", "--port", str(port), "--scenario", "pairs", "--publishers", "4",
                         "--subscribers", "4", "--qos", str(qos), "--rate", "2000", "--duration", "1",

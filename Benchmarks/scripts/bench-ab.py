@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """A/B runs of broker builds (and mosquitto) under one load, alternating, a fresh broker per run.
 
-    scripts/bench-ab.py [--reps N] [--gen BIN] [--args "BENCH ARGS"] BROKER...
+    Benchmarks/scripts/bench-ab.py [--reps N] [--gen BIN] [--args "BENCH ARGS"] BROKER...
 
 BROKER is a path to an `mqttchat` binary, the word `mosquitto`, or a path to a `NIORelayFloor` or
 `EpollRelayFloor` binary (the latency floor of a forwarder on SwiftNIO, or on an epoll loop of its own; pairs at
-QoS 0 or 1 only). Each repetition runs every broker once, in
+QoS 0 or 1 only; built by `swift build --package-path Benchmarks -c release --scratch-path .build-bench-release
+--product NIORelayFloor`, in .build-bench-release/release/). Each repetition runs every broker once, in
 turn, so slow spells of a shared host fall on all of them alike. Every broker is started for its run (pinned to
 core 0, the generator to core 1, as in bench-broker.sh) and stopped after it.
 
@@ -58,7 +59,7 @@ def wait_port(port, proc, limit=10.0):
 def is_relay_floor(broker):
     """Whether `broker` is a `NIORelayFloor` or `EpollRelayFloor` binary: the latency floor of a forwarder with no
     broker logic, on SwiftNIO or on an epoll loop of its own (pairs at QoS 0 or 1 only; see
-    Sources/NIORelayFloor/main.swift and Sources/EpollRelayFloor/main.swift)."""
+    Benchmarks/Sources/NIORelayFloor/main.swift and Benchmarks/Sources/EpollRelayFloor/main.swift)."""
     return os.path.basename(broker).startswith(("NIORelayFloor", "EpollRelayFloor"))
 
 

@@ -3,7 +3,7 @@
 # unlike throughput and CPU time, does not move with a shared host's load (two runs of the same build agree
 # within about 0.5%), so it can judge a change of a few percent that timed runs cannot.
 #
-#   scripts/bench-instructions.sh BROKER...        # BROKER: a path to an mqttchat binary, or "mosquitto"
+#   Benchmarks/scripts/bench-instructions.sh BROKER...   # BROKER: a path to an mqttchat binary, or "mosquitto"
 #   options: --scenario S (default fanin)  --qos Q (default 2)  --messages A,B (per publisher; default 1000,5000)
 #            --bench-args "..." (more `mqttchat bench` options, e.g. "--publishers 10 --subscribers 10 --rate 5000")
 #            --rates A,B (the two runs at these total rates, msg/s; with --messages in proportion both last as long,
@@ -16,7 +16,7 @@
 # Each broker runs under callgrind twice, once per message count; instructions per message =
 # (instructions of the longer run - of the shorter) / (messages delivered in it - in the shorter), so start-up
 # and shutdown cancel out. Under callgrind a broker runs some 50x slower, so batches differ from a timed run:
-# compare builds with each other here, and use scripts/bench-broker.sh for throughput. A statically linked
+# compare builds with each other here, and use Benchmarks/scripts/bench-broker.sh for throughput. A statically linked
 # Swift binary is stripped first (callgrind cannot read its debug information); counts are unchanged.
 # Bounded: each run has a timeout; every broker started is stopped.
 set -euo pipefail

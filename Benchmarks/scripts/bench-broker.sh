@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Compares our broker (`mqttchat broker`) with mosquitto under identical limits, using `mqttchat bench`.
 #
-#   scripts/bench-broker.sh            # 3 repetitions of every run: medians, ratios (ours / mosquitto) and
-#                                      # each repetition's ratio
-#   scripts/bench-broker.sh --quick    # 1 short repetition
+#   Benchmarks/scripts/bench-broker.sh            # 3 repetitions of every run: medians, ratios (ours / mosquitto)
+#                                                 # and each repetition's ratio
+#   Benchmarks/scripts/bench-broker.sh --quick    # 1 short repetition
 #   options: --repeat R  --no-build  --keep (keep the temp dir with broker logs and raw JSON)
 #            --latency-runs K (alternating pairs of each latency run per repetition; default 3)
+#            --unpinned (no taskset: brokers and load generator free on all cores; default: brokers on core 0,
+#            the load generator on core 1)
 #   env: MQTTCHAT_BIN=path (skip the build and use this binary)
+#        MQTTCHAT_EXTRA_CONF=lines (config lines appended to OUR broker's config only, e.g. $'threads 2')
 #
 # The build is the one to deploy: release, with the Swift runtime linked statically (`--static-swift-stdlib`, as
 # the Swift server guides recommend). Calls into the runtime (retain, release, exclusivity checks and their
@@ -17,14 +20,14 @@
 # runs (pairs 10->10, QoS 1, 5,000 msg/s in total: one evenly spaced stream, and the same rate as a burst of 10
 # messages every 2 ms), and an idle-connections run (19,000 connections, 2,000 with
 # --quick, on a freshly started broker: connect rate and broker memory per connection; the same run against
-# NIOFloorServer, a bare SwiftNIO server with no MQTT state, gives the memory floor of one NIO channel per
-# connection). Every run also reports the broker's CPU time and read/write system calls per delivered message.
+# NIOFloorServer, a bare SwiftNIO server with no MQTT state built from the Benchmarks package, gives the memory
+# floor of one NIO channel per connection). Every run also reports the broker's CPU time and read/write system calls per delivered message.
 # Brokers are run alternately for every run of every repetition. When our broker cannot be built
 # or started, its column says n/a and the mosquitto side still runs.
 # Bounded: every run has a timeout; every broker started is stopped on exit.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"   # the main package; this script is in Benchmarks/scripts
 REPEAT=3
 # A latency run's p99 moves by 10-30% from one run to the next on a shared host, far more than throughput does, so
 # each repetition runs the latency runs this many times (brokers alternating): 9 pairs in a table of 3 repetitions.
@@ -32,6 +35,8 @@ LATENCY_RUNS=3
 QUICK=0
 BUILD=1
 KEEP=0
+PIN=1
+EXTRA_CONF="${MQTTCHAT_EXTRA_CONF:-}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1; REPEAT=1; LATENCY_RUNS=1 ;;
@@ -39,7 +44,8 @@ while [ $# -gt 0 ]; do
     --latency-runs) LATENCY_RUNS="$2"; shift ;;
     --no-build) BUILD=0 ;;
     --keep) KEEP=1 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --unpinned) PIN=0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
   shift
@@ -73,7 +79,9 @@ CONF
 }
 
 # --- build ------------------------------------------------------------------------------------------------
-RELEASE_FLAGS=(-c release --static-swift-stdlib --scratch-path .build-release)
+# mqttchat from the main package; NIOFloorServer from the Benchmarks package, built the same way.
+RELEASE_FLAGS=(-c release --static-swift-stdlib --scratch-path "$ROOT/.build-release")
+BENCH_FLAGS=(--package-path "$ROOT/Benchmarks" -c release --static-swift-stdlib --scratch-path "$ROOT/.build-bench-release")
 if [ -n "${MQTTCHAT_BIN:-}" ]; then
   BIN="$MQTTCHAT_BIN"
 else
@@ -84,9 +92,10 @@ else
   fi
 fi
 [ -x "$BIN" ] || { echo "bench-broker: $BIN not found" >&2; exit 1; }
-FLOOR_BIN="$ROOT/.build-release/release/NIOFloorServer"
+FLOOR_BIN="$ROOT/.build-bench-release/release/NIOFloorServer"
 if [ "$BUILD" = 1 ]; then
-  (cd "$ROOT" && timeout 900 swift build "${RELEASE_FLAGS[@]}" --product NIOFloorServer) >&2 \
+  echo "bench-broker: building NIOFloorServer (Benchmarks package, release, scratch path .build-bench-release)..." >&2
+  (cd "$ROOT" && timeout 900 swift build "${BENCH_FLAGS[@]}" --product NIOFloorServer) >&2 \
     || echo "bench-broker: NIOFloorServer did not build: no floor figure" >&2
 fi
 
@@ -122,7 +131,9 @@ wait_port() {  # $1 = port, $2 = pid; bounded 10 s
 CORES="$(nproc 2>/dev/null || echo 1)"
 BROKER_PIN=()
 LOAD_PIN=()
-if command -v taskset >/dev/null 2>&1 && [ "$CORES" -ge 2 ]; then
+if [ "$PIN" = 0 ]; then
+  PINNING="unpinned (--unpinned): brokers and load generator free on all $CORES cores"
+elif command -v taskset >/dev/null 2>&1 && [ "$CORES" -ge 2 ]; then
   BROKER_PIN=(taskset -c 0)
   LOAD_PIN=(taskset -c 1)
   PINNING="pinned with taskset: brokers on core 0, load generator on core 1 ($CORES cores)"
@@ -136,6 +147,7 @@ start_ours() {
   "$BIN" broker --help >/dev/null 2>&1 || { echo "bench-broker: '$BIN broker' not available: ours = n/a" >&2; return 1; }
   local port; port="$(free_port)"
   common_conf "$port" > "$TMP/ours.conf"
+  if [ -n "$EXTRA_CONF" ]; then printf '%s\n' "$EXTRA_CONF" >> "$TMP/ours.conf"; fi
   "${BROKER_PIN[@]}" "$BIN" broker -c "$TMP/ours.conf" > "$TMP/ours.log" 2>&1 &
   OURS_PID=$!
   PIDS+=("$OURS_PID")
@@ -167,6 +179,11 @@ OURS_OK=0; MOSQ_OK=0
 start_ours && OURS_OK=1 || true
 start_mosquitto && MOSQ_OK=1 || true
 [ "$OURS_OK" = 1 ] || [ "$MOSQ_OK" = 1 ] || { echo "bench-broker: no broker could be started" >&2; exit 1; }
+if [ -n "$EXTRA_CONF" ]; then
+  EXTRA_CONF_NOTE="extra config for ours only (MQTTCHAT_EXTRA_CONF): $(printf '%s' "$EXTRA_CONF" | paste -sd ';' - | sed 's/;/; /g')"
+else
+  EXTRA_CONF_NOTE="no extra config for ours (MQTTCHAT_EXTRA_CONF unset)"
+fi
 
 # --- runs ---------------------------------------------------------------------------------------------------
 RUNS=()
@@ -219,6 +236,7 @@ BUSY_PIDS=()
 [ "$MOSQ_OK" = 1 ] && BUSY_PIDS+=("$MOSQ_PID")
 
 echo "bench-broker: $PINNING" >&2
+echo "bench-broker: $EXTRA_CONF_NOTE" >&2
 for rep in $(seq 1 "$REPEAT"); do
   for entry in "${RUNS[@]}"; do
     name="${entry%%|*}"; args="${entry#*|}"
@@ -277,6 +295,7 @@ done
 echo
 echo "Broker comparison: medians of $REPEAT repetition(s) (latency: $((REPEAT * LATENCY_RUNS)) alternating pairs);"
 echo "$PINNING."
+echo "Ours: $EXTRA_CONF_NOTE."
 echo "Limits for both: max_inflight_messages $INFLIGHT, max_queued_messages 100000 (mosquitto also set_tcp_nodelay true)."
 echo "Every run starts once both brokers have been idle for 0.4 s (at most 30 s of waiting)."
 echo "Idle: $IDLE_CONNECTIONS connections per run, each run on a freshly started broker."

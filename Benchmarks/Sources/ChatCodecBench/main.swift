@@ -1,6 +1,6 @@
 // Compares the size and encode+decode speed of chat envelopes as protobuf (binary), as protobuf JSON
 // (SwiftProtobuf's JSON mapping) and as JSON from JSONEncoder/JSONDecoder of an equivalent Codable struct.
-// Run with: swift run --scratch-path .build-chat -c release ChatCodecBench [iterations] [runs]
+// Run with: swift run --package-path Benchmarks --scratch-path .build-bench-release -c release ChatCodecBench [iterations] [runs]
 import Foundation
 import MQTTChat
 import SwiftProtobuf

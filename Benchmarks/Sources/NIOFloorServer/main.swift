@@ -1,4 +1,4 @@
-// The memory floor of one idle connection on SwiftNIO, for `scripts/bench-broker.sh`'s idle run.
+// The memory floor of one idle connection on SwiftNIO, for `Benchmarks/scripts/bench-broker.sh`'s idle run.
 //
 // A TCP server with nothing but NIO's own per-socket objects and one stateless handler shared by every connection,
 // which answers each read with a CONNACK so that `mqttchat bench --scenario idle` can open its connections. It
