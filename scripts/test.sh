@@ -2,11 +2,13 @@
 # Runs every test of mqttchat (installing what they need first):
 #   1. the Swift suites (swift test): codec, broker, client, chat — live tests start their own
 #      brokers (ours in-process, and real mosquitto processes) on free loopback ports;
-#   2. the black-box end-to-end suite (pytest Tests/e2e): paho-mqtt, mosquitto_pub/mosquitto_sub and
-#      raw sockets against our broker and a real mosquitto, plus the built mqttchat CLI and examples;
-#      then its cases for our broker once more with one socket loop (threads 1), where the broker serves
-#      plain TCP on its own epoll loop instead of SwiftNIO (socket_engine auto);
-#   3. a bounded libFuzzer run on the packet decoder (FUZZ_SECONDS, default 30).
+#   2. the Benchmarks package is built (debug), so the measurement tools keep compiling and the e2e suite
+#      can run the latency-floor forwarders (NIORelayFloor, EpollRelayFloor) from it;
+#   3. the black-box end-to-end suite (pytest Tests/e2e): paho-mqtt, mosquitto_pub/mosquitto_sub and
+#      raw sockets against our broker and a real mosquitto, plus the built mqttchat CLI and examples, with
+#      the broker's default of one socket loop (its own epoll loop for plain TCP, socket_engine auto);
+#      then its cases for our broker once more with two loops (threads 2), where SwiftNIO serves the sockets;
+#   4. a bounded libFuzzer run on the packet decoder (FUZZ_SECONDS, default 30).
 # Every stage runs even if an earlier one fails; the exit status is non-zero if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,13 +23,22 @@ trap 'rm -rf "$logs"' EXIT
 swift build --build-tests || { echo "test.sh: build failed" >&2; exit 1; }
 swift test --skip-build 2>&1 | tee "$logs/swift-test.log" || failed+=("swift test")
 
-MQTTCHAT_BIN="$(swift build --show-bin-path)/mqttchat" \
-  python3 -m pytest -q -rfE -p no:cacheprovider Tests/e2e 2>&1 | tee "$logs/pytest.log" ||
+# The measurement tools are a package of their own (Benchmarks/, using this one by path).
+bench_bin_dir=""
+if swift build --package-path Benchmarks 2>&1 | tee "$logs/benchmarks-build.log"; then
+  bench_bin_dir="$(swift build --package-path Benchmarks --show-bin-path)"
+else
+  failed+=("build Benchmarks")
+fi
+
+MQTTCHAT_BIN="$(swift build --show-bin-path)/mqttchat" MQTTCHAT_BENCH_BIN_DIR="$bench_bin_dir" \
+  python3 -m pytest -q -rfEs -p no:cacheprovider Tests/e2e 2>&1 | tee "$logs/pytest.log" ||
   failed+=("pytest Tests/e2e")
 
-MQTTCHAT_E2E_THREADS=1 MQTTCHAT_E2E_KINDS=mqttchat MQTTCHAT_BIN="$(swift build --show-bin-path)/mqttchat" \
-  python3 -m pytest -q -rfE -p no:cacheprovider Tests/e2e 2>&1 | tee "$logs/pytest-one-loop.log" ||
-  failed+=("pytest Tests/e2e (threads 1)")
+MQTTCHAT_E2E_THREADS=2 MQTTCHAT_E2E_KINDS=mqttchat MQTTCHAT_BIN="$(swift build --show-bin-path)/mqttchat" \
+  MQTTCHAT_BENCH_BIN_DIR="$bench_bin_dir" \
+  python3 -m pytest -q -rfEs -p no:cacheprovider Tests/e2e 2>&1 | tee "$logs/pytest-two-loops.log" ||
+  failed+=("pytest Tests/e2e (threads 2)")
 
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}" || failed+=("fuzz")
 
@@ -38,12 +49,15 @@ if [ ${#failed[@]} -gt 0 ]; then
         echo "test.sh: what failed in swift test (its first 60 lines that say so):" >&2
         grep -a -E '✘|error:|Fatal error|Test Case .* failed|unexpected signal|Exited with' \
           "$logs/swift-test.log" | head -n 60 >&2 ;;
+      "build Benchmarks")
+        echo "test.sh: what failed in the Benchmarks build:" >&2
+        grep -a -E 'error:' "$logs/benchmarks-build.log" | head -n 30 >&2 ;;
       "pytest Tests/e2e")
         echo "test.sh: what failed in pytest Tests/e2e:" >&2
         grep -a -E '^(FAILED|ERROR) ' "$logs/pytest.log" | head -n 60 >&2 ;;
-      "pytest Tests/e2e (threads 1)")
-        echo "test.sh: what failed in pytest Tests/e2e with threads 1:" >&2
-        grep -a -E '^(FAILED|ERROR) ' "$logs/pytest-one-loop.log" | head -n 60 >&2 ;;
+      "pytest Tests/e2e (threads 2)")
+        echo "test.sh: what failed in pytest Tests/e2e with threads 2:" >&2
+        grep -a -E '^(FAILED|ERROR) ' "$logs/pytest-two-loops.log" | head -n 60 >&2 ;;
       *) ;;
     esac
   done

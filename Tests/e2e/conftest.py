@@ -33,8 +33,9 @@ if os.environ.get("MQTTCHAT_E2E_KINDS"):
     BROKER_KINDS = [k for k in BROKER_KINDS if k in os.environ["MQTTCHAT_E2E_KINDS"].split(",")]
 # Lines only our broker understands (mosquitto refuses unknown keys).
 MQTTCHAT_ONLY_LINES = ["connect_timeout 2"]
-# MQTTCHAT_E2E_THREADS=1 serves every socket of our broker on one loop: its own epoll loop (socket_engine
-# auto). scripts/test.sh runs the suite's mqttchat cases once more that way, so both socket engines face it.
+# MQTTCHAT_E2E_THREADS=N sets our broker's `threads`. Its default is one loop, its own epoll loop (socket_engine
+# auto); scripts/test.sh runs the suite's mqttchat cases once more with 2, where the broker serves sockets on
+# SwiftNIO's loops, so both socket engines face it.
 if os.environ.get("MQTTCHAT_E2E_THREADS"):
     MQTTCHAT_ONLY_LINES.append(f"threads {int(os.environ['MQTTCHAT_E2E_THREADS'])}")
 # Options written before the `listener` line (global) and after it (per listener).
