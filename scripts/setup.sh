@@ -21,9 +21,9 @@ fi
 # mosquitto's Debian package starts a system broker on port 1883; our tests and the
 # main job want that port (and a quiet machine), so keep the system service stopped.
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet mosquitto 2>/dev/null; then
+  echo "setup: stopping the system mosquitto service (it holds port 1883, which the tests and scripts/run.sh use)" >&2
   systemctl stop mosquitto || true
 fi
-
 
 pip_missing=()
 for pkg in "${PIP_PACKAGES[@]}"; do
@@ -31,6 +31,8 @@ for pkg in "${PIP_PACKAGES[@]}"; do
 done
 if [ ${#pip_missing[@]} -gt 0 ]; then
   echo "setup: installing pip packages: ${pip_missing[*]}"
-  python3 -m pip install -q "${pip_missing[@]}" 2>/dev/null \
-    || python3 -m pip install -q --break-system-packages "${pip_missing[@]}"
+  if ! python3 -m pip install -q "${pip_missing[@]}" 2>/dev/null; then
+    echo "setup: pip install failed (Debian's system Python is externally managed); retrying with --break-system-packages" >&2
+    python3 -m pip install -q --break-system-packages "${pip_missing[@]}"
+  fi
 fi
