@@ -1,13 +1,14 @@
 import NIOCore
 
-/// Flow control of one connection: the pending-output bound (slow consumers, ``PendingOutputGate``) and reading
-/// paused by the core (publisher back-pressure, ``PublisherBackpressure``). Runs on the core's event loop.
+/// Flow control of one connection, carrying out what its value types decide: the pending-output bound (slow
+/// consumers, ``PendingOutputGate``) and reading paused by the core (publisher back-pressure, ``ReadPause``).
+/// Runs on the core's event loop.
 extension BrokerConnectionHandler {
     // MARK: Pending output
 
     /// `bytes` were handed to the transport (not flushed yet); a `delivery` is a PUBLISH to the client.
     func noteHanded(_ bytes: Int, delivery: Bool = false) {
-        unflushedBytes += bytes
+        output.unflushedBytes += bytes
         // The gate reads the clock only when the output becomes blocked: not once per write.
         applyOutputGate(
             delivery
@@ -16,8 +17,7 @@ extension BrokerConnectionHandler {
 
     /// Flushes the transport; the socket's loop reports the batch's bytes back once they are written.
     func flushTransport() {
-        let bytes = unflushedBytes
-        unflushedBytes = 0
+        let bytes = output.beginFlush()
         transport?.flush(reportingWritten: bytes, to: self)
     }
 
@@ -74,40 +74,36 @@ extension BrokerConnectionHandler {
 
     // MARK: Reading paused by the core
 
+    /// Whether the core paused this connection (publisher back-pressure).
+    var isReadingPausedByCore: Bool { readPause.isPaused }
+
     /// Decodes no PUBLISH the client sends after the read batch in progress (nor anything behind one): a session
-    /// this connection publishes into is congested. The socket is still read until ``pausedInputLimit`` bytes
-    /// wait, so a pause and a resume a few batches later cost no system call; past the limit the socket stops
-    /// being read and TCP pushes back.
+    /// this connection publishes into is congested (``ReadPause``).
     func pauseReadingByCore() {
-        guard !isReadingPausedByCore, isOpen else { return }
-        isReadingPausedByCore = true
-        stopSocketReadsIfPausedInputIsLarge()
+        guard isOpen, readPause.pause(pendingInput: pendingInputBytes) else { return }
+        transport?.setReadingPausedByCore(true)
     }
 
     /// Applies the pause to the read batch in progress as well, from its next PUBLISH on (a congested session is
     /// above three quarters of its limits).
     func haltDecodingByCore() {
-        isDecodingHaltedByCore = true
+        readPause.haltDecoding()
     }
 
-    /// Stops reading the socket of a paused connection once ``pausedInputLimit`` bytes wait to be decoded.
+    /// Stops reading the socket of a paused connection once enough input waits to be decoded.
     func stopSocketReadsIfPausedInputIsLarge() {
-        guard isReadingPausedByCore, !isSocketReadingPaused, pendingInputBytes >= Self.pausedInputLimit else { return }
-        isSocketReadingPaused = true
+        guard readPause.inputArrived(pendingInput: pendingInputBytes) else { return }
         transport?.setReadingPausedByCore(true)
     }
 
     /// Reads again: decodes what arrived meanwhile (on a later turn of the loop, not inside the caller), then lets
     /// the socket read once nothing paused it again.
     func resumeReadingByCore() {
-        guard isReadingPausedByCore else { return }
-        isReadingPausedByCore = false
-        isDecodingHaltedByCore = false
+        guard readPause.resume() else { return }
         core.eventLoop.assumeIsolated().execute { [self] in  // strong: see the slow-consumer timer above
-            guard self.isOpen, !self.isReadingPausedByCore else { return }
+            guard self.isOpen, !self.readPause.isPaused else { return }
             self.core.flusher.decodeAsReadBatch { self.decodeAvailablePackets() }
-            if !self.isReadingPausedByCore, self.isSocketReadingPaused {
-                self.isSocketReadingPaused = false
+            if self.readPause.socketMayResume() {
                 self.transport?.setReadingPausedByCore(false)
             }
         }

@@ -1,6 +1,6 @@
 import NIOCore
 
-/// [park] Parking idle connections: a connection that has neither received anything nor had anything flushed to it
+/// Parking idle connections, carrying out what ``ParkingState`` decides: a connection that has neither received anything nor had anything flushed to it
 /// for `park_idle_connections_after_ms` gives up its NIO channel, and the memory that holds, and keeps only its
 /// descriptor, watched by the broker's ``SocketWatcher``. It comes back on a new channel as soon as the client
 /// sends anything (or closes), or something is written to it. Its session, subscriptions, will and keepalive stay
@@ -13,23 +13,21 @@ extension BrokerConnectionHandler {
     /// When the connection should next be looked at for parking; nil when it cannot park (parking off, TLS,
     /// not connected yet, already parked or about to).
     var parkCheckDeadline: NIODeadline? {
-        guard let delay = core.parkingDelay, socketDescriptor != nil, let lastHeardAt, parkRequestedAt == nil else {
-            return nil
-        }
+        guard let delay = core.parkingDelay, socketDescriptor != nil else { return nil }
         switch transport?.parkingSupport {
-        case .immediate, .afterStoppingReads: return max(max(lastHeardAt, lastFlushedAt) + delay, parkNotBefore)
+        case .immediate, .afterStoppingReads: return parking.checkDeadline(delay: delay, lastHeardAt: lastHeardAt)
         case .unsupported, nil: return nil
         }
     }
 
     /// When the connection last received a packet or had output flushed.
     private var lastTrafficAt: NIODeadline {
-        max(lastHeardAt ?? lastFlushedAt, lastFlushedAt)
+        parking.lastTraffic(lastHeardAt: lastHeardAt)
     }
 
     /// Looks at the connection for parking again no sooner than one delay after `now`.
     func postponeParking(from now: NIODeadline) {
-        if let delay = core.parkingDelay { parkNotBefore = now + delay }
+        parking.postpone(from: now, delay: core.parkingDelay)
     }
 
     /// Whether nothing is in progress on the connection or in its session.
@@ -55,7 +53,7 @@ extension BrokerConnectionHandler {
             park(on: duplicate)
             pipeline.context.close(promise: nil)  // NIO closes its descriptor; the duplicate keeps the socket open
         case .afterStoppingReads(let relayed):
-            parkRequestedAt = lastTrafficAt
+            parking.requested(lastTraffic: lastTrafficAt)
             relayed.prepareToPark(descriptor: descriptor, handler: self)
         case .unsupported, nil:
             return
@@ -65,8 +63,7 @@ extension BrokerConnectionHandler {
     /// A relayed socket stopped reading and duplicated its descriptor (nil: its channel had closed). Everything it
     /// read before has been received: park now if the connection is still quiet, or call it off.
     func parkPrepared(duplicate: CInt?) {
-        let requestedAt = parkRequestedAt
-        parkRequestedAt = nil
+        let requestedAt = parking.requestAnswered()
         guard let relayed = transport as? RelayedChannel else {
             if let duplicate { Descriptor.close(duplicate) }
             return
@@ -86,9 +83,9 @@ extension BrokerConnectionHandler {
 
     /// Switches to the parked state on `duplicate` and has the watcher report it.
     private func park(on duplicate: CInt) {
-        parkGeneration &+= 1
+        let generation = parking.parked()
         let parked = ParkedSocket(
-            descriptor: duplicate, ticket: SocketWatcher.ticket(descriptor: duplicate, generation: parkGeneration),
+            descriptor: duplicate, ticket: SocketWatcher.ticket(descriptor: duplicate, generation: generation),
             remoteAddress: transport?.remoteAddress, coreLoop: core.eventLoop)
         transport = parked
         socketDescriptor = duplicate

@@ -10,10 +10,7 @@ import NIOCore
 /// Lives on the broker core's event loop, like the core itself (hence its `@exclusivity(unchecked)` properties, see
 /// ``BrokerCore``). Its socket is reached through a ``ConnectionTransport``: the channel pipeline it sits in, a
 /// ``RelayedChannel`` to a socket on another loop, the core's own epoll loop, or a parked socket.
-final class BrokerConnectionHandler: ChannelInboundHandler {
-    typealias InboundIn = ByteBuffer
-    typealias OutboundOut = ByteBuffer
-
+final class BrokerConnectionHandler {
     let core: BrokerCore
     /// The client's address, for log metadata (NIO keeps it in the channel).
     private var remoteAddress: SocketAddress? { transport?.remoteAddress }
@@ -40,44 +37,20 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     @exclusivity(unchecked) var session: BrokerSession?
     /// The will registered by CONNECT; published by the core when the connection ends without DISCONNECT.
     @exclusivity(unchecked) private(set) var will: ConnectPacket.Will?
-    /// Whether there are unflushed writes (managed by ``BrokerCore/markDirty(_:)``).
-    @exclusivity(unchecked) var isDirty = false
-    /// Whether everything written since the last flush acknowledges the client's own publishes (PUBACK, PUBREC,
-    /// PUBCOMP): output that may wait for the end of the loop tick (``BrokerCore/flushDirty(deferringAcknowledgements:)``).
-    @exclusivity(unchecked) var holdsOnlyAcknowledgements = true
-    /// The allocator for encoding: every broker socket uses NIO's default allocator.
-    var allocator: ByteBufferAllocator { core.allocator }
-    // [flow] flow control (BrokerConnectionHandler+FlowControl.swift).
-    /// Bounds the output the client has not read (slow consumer policy).
+    /// What was written since the last flush (coalesced small packets, bytes handed over, dirty flags).
+    @exclusivity(unchecked) var output = ConnectionOutput()
+    /// Bounds the output the client has not read (slow consumer policy, ``ConnectionFlowControl``).
     @exclusivity(unchecked) var outputGate: PendingOutputGate
-    /// Bytes written since the last flush, reported back by the socket's loop once the batch is written.
-    @exclusivity(unchecked) var unflushedBytes = 0
     /// Closes the connection when its output stays blocked for `slow_consumer_timeout`.
     @exclusivity(unchecked) var slowConsumerTimer: Scheduled<Void>?
-    /// Whether the core paused this connection (publisher back-pressure): no new read batch is decoded.
-    @exclusivity(unchecked) var isReadingPausedByCore = false
-    /// Whether the pause applies to the read batch in progress as well (the congested session is near its limit).
-    @exclusivity(unchecked) var isDecodingHaltedByCore = false
-    /// Whether the socket is not read: paused by the core with ``pausedInputLimit`` bytes or more waiting.
-    @exclusivity(unchecked) var isSocketReadingPaused = false
-    /// Bytes a paused connection still reads from its socket before it stops reading: enough for a client's
-    /// window of small messages, so pausing for a few batches costs no system call, and little memory.
-    static let pausedInputLimit = 16 * 1024
-    // [park] parking idle connections (BrokerConnectionHandler+Parking.swift).
+    /// Reading paused on behalf of the core (publisher back-pressure, ``ConnectionFlowControl``).
+    @exclusivity(unchecked) var readPause = ReadPause()
     /// The socket's descriptor when the broker accepted it itself (plain TCP): only such a connection can park.
     /// While on a channel, NIO owns it; while parked, ``ParkedSocket`` does; on the epoll loop,
     /// ``EpollSocketTransport`` does (and such a connection never parks).
     @exclusivity(unchecked) var socketDescriptor: CInt?
-    /// When output was last flushed to the connection (when the client was last heard from, the state machine
-    /// knows already). Stored per flush with the read batch's time, not per message.
-    @exclusivity(unchecked) var lastFlushedAt: NIODeadline
-    /// Counts the connection's parkings, so that a stale report of the watcher can be told apart.
-    @exclusivity(unchecked) var parkGeneration: UInt32 = 0
-    /// A relayed socket is stopping its reads so that the connection can park (when the client had last been
-    /// heard from when that was asked).
-    @exclusivity(unchecked) var parkRequestedAt: NIODeadline?
-    /// A connection that could not park (something was in progress) is looked at again no sooner than this.
-    @exclusivity(unchecked) var parkNotBefore = NIODeadline.uptimeNanoseconds(0)
+    /// Parking bookkeeping (``ConnectionParking``).
+    @exclusivity(unchecked) var parking: ParkingState
 
     /// Whether the connection has not been closed yet.
     var isOpen: Bool { stateMachine.isOpen }
@@ -120,7 +93,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         self.usesCertificateIdentity = usesCertificateIdentity
         self.socketDescriptor = socketDescriptor
         self.decoder = MQTTPacketDecoder(maximumPacketSize: core.configuration.maxPacketSize)
-        self.lastFlushedAt = core.eventLoop.now
+        self.parking = ParkingState(now: core.eventLoop.now)
         self.stateMachine = ConnectionStateMachine(acceptedAt: core.eventLoop.now, connectTimeout: core.configuration.connectTimeout)
         self.outputGate = PendingOutputGate(  // [flow]
             limit: core.configuration.maxPendingOutputBytes, timeout: core.configuration.slowConsumerTimeout)
@@ -147,20 +120,6 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
 
     // MARK: Channel events
 
-    func handlerAdded(context: ChannelHandlerContext) {
-        // The descriptor, when known, is the one this channel took (a parked connection's comes back on its own).
-        attach(PipelineChannel(context: context, descriptor: socketDescriptor))
-        if context.channel.isActive {
-            start()
-        }
-    }
-
-    /// Whether `context` is the pipeline this handler currently writes to: after parking, the old channel's last
-    /// events (inactive, removed) belong to a socket the connection no longer uses.
-    private func isCurrent(_ context: ChannelHandlerContext) -> Bool {
-        (transport as? PipelineChannel)?.context === context
-    }
-
     /// Takes `newTransport` as the way to the socket: the first one, or the channel a parked connection comes back
     /// on, which first gets what was written while parked.
     func attach(_ newTransport: any ConnectionTransport) {
@@ -177,7 +136,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
             newTransport.close()
             return
         }
-        if isSocketReadingPaused {
+        if readPause.isSocketPaused {
             newTransport.setReadingPausedByCore(true)
         }
         core.connectionUnparked(self)
@@ -185,14 +144,9 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         armTimer()
     }
 
-    func channelActive(context: ChannelHandlerContext) {
-        start()
-        context.fireChannelActive()
-    }
-
     @exclusivity(unchecked) private var started = false
 
-    private func start() {
+    func start() {
         guard !started else { return }
         started = true
         stateMachine = ConnectionStateMachine(acceptedAt: core.eventLoop.now, connectTimeout: core.configuration.connectTimeout)
@@ -204,11 +158,6 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
             return
         }
         armTimer()
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        core.flusher.readBatchBegins()
-        received(unwrapInboundIn(data))
     }
 
     /// Bytes read from the socket (from the pipeline or a relay).
@@ -227,36 +176,10 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     /// Bytes read and not decoded yet.
     var pendingInputBytes: Int { cumulation?.readableBytes ?? 0 }
 
-    /// The socket's read batch is processed: what it wrote (acks to this client, messages to subscribers) leaves
-    /// now, before the next socket's batch is read. Flushing per read batch rather than once per loop tick lets
-    /// the subscribers read in parallel with the broker's next batch (and a subscriber's output does not pile up
-    /// over a whole tick until it drops), and an isolated message does not wait for the rest of the tick. The
-    /// end-of-tick flush (``OutputFlusher/markDirty(_:)``) still covers writes made outside a read (timers, relayed
-    /// sockets, other connections' closing).
-    func channelReadComplete(context: ChannelHandlerContext) {
-        core.flusher.readBatchEnds()
-        core.flushDirty(deferringAcknowledgements: true)
-        context.fireChannelReadComplete()
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        core.flusher.readBatchEnds()
-        if isCurrent(context) {
-            transportInactive()
-        }
-        context.fireChannelInactive()
-    }
-
     /// The socket closed (from the pipeline or a relay).
     func transportInactive() {
         close(.connectionLost)
         core.flushDirty()
-        signalClosed()
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        guard isCurrent(context) else { return }  // [park] the channel left behind when parking
-        self.transport = nil
         signalClosed()
     }
 
@@ -275,22 +198,9 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         closePromise = nil
     }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let identity = event as? TLSClientIdentity {
-            certificateIdentified(identity)
-        }
-        context.fireUserInboundEventTriggered(event)
-    }
-
     /// [tls] The TLS handshake verified the client certificate (from the pipeline or a relay).
     func certificateIdentified(_ identity: TLSClientIdentity) {
         certificateIdentity = identity
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        core.flusher.readBatchEnds()
-        guard isCurrent(context) else { return }
-        transportFailed("\(error)")
     }
 
     /// The socket reported an error (from the pipeline or a relay).
@@ -308,7 +218,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         // keeps moving and the batch it sends at its resume is a full one. The batch in progress when it was paused
         // goes on, unless the core halts it: then the same rule applies from the next packet on.
         guard var buffer = cumulation else { return }
-        let pausedAtStart = isReadingPausedByCore
+        let pausedAtStart = readPause.isPaused
         cumulation = nil
         defer {
             if buffer.readableBytes > 0, stateMachine.isOpen {
@@ -318,7 +228,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
         // One clock read per batch: the keepalive only needs to know that the client was heard from in this batch.
         let now = core.now
         while stateMachine.isOpen {
-            if pausedAtStart || isDecodingHaltedByCore,
+            if readPause.publishWaits(batchBeganPaused: pausedAtStart),
                 let first = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self),
                 first >> 4 == PacketType.publish.rawValue
             {
@@ -423,7 +333,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     /// The core's deadline timer reached ``timerDeadline``.
     func timerFired(now: NIODeadline) {
         timerDeadline = nil
-        if isReadingPausedByCore {
+        if readPause.isPaused {
             // [flow] A paused client may not be heard (its PINGREQ can wait behind a PUBLISH): check again later.
             scheduleTimer(at: now + .seconds(1))
             return
@@ -449,158 +359,8 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
     /// [park] Whether nothing is waiting in the connection itself: no partial packet, no output that has not left
     /// memory, no pause. (The session's state is checked by the caller.)
     var hasNothingPending: Bool {
-        cumulation == nil && output == nil && !isDirty && unflushedBytes == 0 && outputGate.pendingBytes == 0
-            && !outputGate.isBlocked && !isReadingPausedByCore && stateMachine.isConnected
-    }
-
-    // MARK: Writing
-
-    /// Small packets written since the last hand-over to the transport, coalesced into one buffer: the acks and
-    /// PUBLISHes of one batch leave as one write instead of one buffer (and one allocation) each.
-    @exclusivity(unchecked) private var output: ByteBuffer?
-    /// The coalescing buffer's first size: a batch of acks and small PUBLISHes fits, and it stays below glibc's
-    /// large-chunk threshold (1,024 bytes), whose allocations first consolidate every freed small chunk.
-    static let outputInitialCapacity = 512
-    /// Coalesced output above this size is handed to the transport at once, so one burst cannot grow it unbounded.
-    static let outputHandOverThreshold = 64 * 1024
-
-    /// The coalescing buffer, taken on first use after each hand-over from the core's written buffers, or allocated.
-    private func withOutput(_ body: (inout ByteBuffer) -> Void) {
-        // Moved out and back (`take`, `consume`), never copied: a copy is a retain and release per packet.
-        var buffer = output.take() ?? core.takeOutputBuffer() ?? allocator.buffer(capacity: Self.outputInitialCapacity)
-        body(&buffer)
-        let handOver = buffer.readableBytes >= Self.outputHandOverThreshold
-        output = consume buffer
-        if handOver {
-            handOverOutput()
-        }
-    }
-
-    /// Hands the coalesced bytes to the transport (not flushed).
-    private func handOverOutput() {
-        guard let buffer = output.take() else { return }
-        guard buffer.readableBytes > 0, let transport else { return }
-        transport.write(buffer, ownBuffer: true)
-    }
-
-    /// Encodes and writes a packet without flushing.
-    func write(_ packet: MQTTPacket) {
-        guard transport != nil else { return }
-        let protocolVersion = self.protocolVersion
-        let written = encodeIntoOutput(describing: "\(packet.type)") { (buffer) throws(MQTTCodecError) in
-            try MQTTPacketEncoder.encode(packet, protocolVersion: protocolVersion, into: &buffer)
-        }
-        guard written > 0 else { return }
-        switch packet {
-        case .puback, .pubrec, .pubcomp: break
-        default: holdsOnlyAcknowledgements = false
-        }
-        noteWritten(written)
-    }
-
-    /// Writes a PUBACK, PUBREC, PUBREL or PUBCOMP without flushing: its four bytes straight into the coalescing
-    /// buffer, with no packet value to build, switch over and destroy (a QoS 2 message takes three).
-    func writeAcknowledgement(_ acknowledgement: MQTTAcknowledgement) {
-        guard transport != nil else { return }
-        let written = encodeIntoOutput(describing: "\(acknowledgement.kind)") { (buffer) throws(MQTTCodecError) in
-            try MQTTPacketEncoder.encode(acknowledgement, into: &buffer)
-        }
-        guard written > 0 else { return }
-        if acknowledgement.kind == .pubrel { holdsOnlyAcknowledgements = false }  // a PUBREL answers a delivery
-        noteWritten(written)
-    }
-
-    /// Runs `encode` on the coalescing buffer and returns the bytes it wrote; 0 when the encoder refused the packet,
-    /// which is logged and leaves the buffer as it was. Always inlined: it runs for every packet written, and as a call
-    /// it would cost a call's overhead on each.
-    @inline(__always)
-    private func encodeIntoOutput(
-        describing packet: @autoclosure () -> String, _ encode: (inout ByteBuffer) throws(MQTTCodecError) -> Void
-    ) -> Int {
-        var written = 0
-        withOutput { buffer in
-            let start = buffer.writerIndex
-            do {
-                try encode(&buffer)
-            } catch {
-                buffer.moveWriterIndex(to: start)
-                logger.error("could not encode outgoing packet", metadata: ["packet": "\(packet())", "error": "\(error)"])
-                return
-            }
-            written = buffer.writerIndex - start
-        }
-        return written
-    }
-
-    /// Counts a packet of `bytes` written into the coalescing buffer and marks the connection for the next flush.
-    private func noteWritten(_ bytes: Int) {
-        core.statistics.messagesSent += 1
-        core.statistics.bytesSent += UInt64(bytes)
-        noteHanded(bytes)  // [flow]
-        core.flusher.markDirty(self)
-    }
-
-    /// Writes one outbound PUBLISH without flushing: encoded straight into the coalescing buffer, with a large
-    /// payload written behind it as its own (shared, not copied) buffer.
-    func writePublish(_ delivery: OutboundDelivery) {
-        guard let transport else { return }
-        let payload = delivery.message.payload
-        let inline = payload.readableBytes <= PublishEncoding.inlinePayloadLimit
-        var headerBytes = 0
-        withOutput { buffer in
-            let start = buffer.writerIndex
-            PublishEncoding.write(delivery, includingPayload: inline, into: &buffer)
-            headerBytes = buffer.writerIndex - start
-        }
-        if !inline {
-            handOverOutput()
-            transport.write(payload)
-        }
-        notePublishWritten(bytes: headerBytes + (inline ? 0 : payload.readableBytes))
-    }
-
-    /// Writes an already encoded PUBLISH (shared between subscribers for QoS 0) without flushing. A small one is
-    /// copied into the coalescing buffer; a large one goes out as its shared buffers.
-    func writeEncodedPublish(_ encoded: PublishEncoding.Encoded) {
-        guard let transport else { return }
-        if let payload = encoded.payload {
-            handOverOutput()
-            transport.write(encoded.head)
-            transport.write(payload)
-        } else {
-            withOutput { $0.writeImmutableBuffer(encoded.head) }
-        }
-        notePublishWritten(bytes: encoded.byteCount)
-    }
-
-    private func notePublishWritten(bytes: Int) {
-        holdsOnlyAcknowledgements = false
-        core.statistics.messagesSent += 1
-        core.statistics.publishSent += 1
-        core.statistics.bytesSent += UInt64(bytes)
-        noteHanded(bytes, delivery: true)  // [flow]
-        core.flusher.markDirty(self)
-    }
-
-    /// Writes what an outbound-flow event decided, without flushing.
-    func write(_ actions: [OutboundAction]) {
-        for action in actions {
-            switch action {
-            case .publish(let delivery):
-                writePublish(delivery)
-            case .pubrel(let packetID):
-                writeAcknowledgement(MQTTAcknowledgement(.pubrel, packetID: packetID))
-            }
-        }
-    }
-
-    /// Flushes pending writes (called by the core once per batch, `now` being the batch's time).
-    func flushNow(at now: NIODeadline) {
-        isDirty = false
-        holdsOnlyAcknowledgements = true
-        lastFlushedAt = now  // [park]
-        handOverOutput()
-        flushTransport()
+        cumulation == nil && output.isEmpty && outputGate.pendingBytes == 0 && !outputGate.isBlocked
+            && !readPause.isPaused && stateMachine.isConnected
     }
 
     // MARK: Closing
@@ -625,8 +385,7 @@ final class BrokerConnectionHandler: ChannelInboundHandler {
             return
         }
         if let transport {
-            isDirty = false
-            handOverOutput()
+            output.handOver(to: transport)
             flushTransport()
             transport.close()
         }

@@ -236,7 +236,7 @@ final class BrokerCore {
                 guard let connection = session.connection else { return }
                 if delivery.qos == .atMostOnce {
                     // Every QoS 0 copy is byte-identical: encode once, share the buffers.
-                    let encoded = sharedQoS0 ?? PublishEncoding.encode(delivery, allocator: connection.allocator)
+                    let encoded = sharedQoS0 ?? PublishEncoding.encode(delivery, allocator: allocator)
                     sharedQoS0 = encoded
                     connection.writeEncodedPublish(encoded)
                 } else {

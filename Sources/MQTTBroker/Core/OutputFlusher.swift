@@ -64,8 +64,8 @@ final class OutputFlusher {
     /// Remembers that `connection` has unflushed writes and makes sure they are flushed: at the end of the read
     /// batch in progress, otherwise at the end of the loop tick.
     func markDirty(_ connection: BrokerConnectionHandler) {
-        guard !connection.isDirty else { return }
-        connection.isDirty = true
+        guard !connection.output.isDirty else { return }
+        connection.output.isDirty = true
         dirtyConnections.append(connection)
         guard !isInReadBatch else { return }
         scheduleEndOfTickFlush()
@@ -84,7 +84,7 @@ final class OutputFlusher {
         var deferred = false
         let now = self.now  // one clock read per flush of the dirty list, not one per connection
         for connection in pending {
-            if deferringAcknowledgements && connection.holdsOnlyAcknowledgements {
+            if deferringAcknowledgements && connection.output.holdsOnlyAcknowledgements {
                 dirtyConnections.append(connection)
                 deferred = true
             } else {
