@@ -14,7 +14,7 @@ public struct BrokerConfiguration: Sendable {
         public var host: String = "127.0.0.1"
         /// The TCP port; 0 binds an ephemeral port (read it back from ``MQTTBrokerServer/start()``).
         public var port: Int = 1883
-        /// [tls] Serve TLS on this listener (Sources/MQTTBroker/TLS); `nil` is plain MQTT over TCP.
+        /// Serve TLS on this listener (Sources/MQTTBroker/TLS); `nil` is plain MQTT over TCP.
         public var tls: BrokerTLSConfiguration?
 
         /// Creates a listener description.
@@ -36,7 +36,7 @@ public struct BrokerConfiguration: Sendable {
     /// QoS 1/2 messages queued per session behind the inflight window (or while offline); 0 means unlimited.
     /// Messages beyond the limit are dropped, counted and logged.
     public var maxQueuedMessages: Int = 1000
-    // [flow] flow control and memory bounds (Session/PublisherBackpressure, Connection/PendingOutputGate).
+    // flow control and memory bounds (Session/PublisherBackpressure, Connection/PendingOutputGate).
     /// Bytes (topic + payload) of the messages queued per session; 0 means unlimited (mosquitto's
     /// `max_queued_bytes`). A message that would take the queue above it is dropped, counted and logged.
     public var maxQueuedBytes: Int = 0
@@ -72,7 +72,7 @@ public struct BrokerConfiguration: Sendable {
     public var maxTopicLevels: Int = 128
     /// Whether QoS 0 messages are queued for offline persistent sessions (mosquitto's `queue_qos0_messages`).
     public var queueQoS0Messages: Bool = false
-    // [auth] access control and connection limit (Sources/MQTTBroker/Auth).
+    // access control and connection limit (Sources/MQTTBroker/Auth).
     /// Who may publish, subscribe to and receive which topics (`acl_file`); `nil` allows everything.
     public var accessControl: AccessControlList? = nil
     /// Most sockets open at once across all listeners (`max_connections`); 0 or less means unlimited. Sockets
@@ -94,10 +94,10 @@ public struct BrokerConfiguration: Sendable {
     /// nor the clients writing to it pay for its wake-ups; an idle or lightly loaded loop sleeps at once. Zero never
     /// polls. SwiftNIO's loops never poll.
     public var pollBeforeSleep: TimeAmount = .microseconds(20)
-    /// [persist] Durable persistence of retained messages and persistent sessions (`persistence true`); nil = off,
+    /// Durable persistence of retained messages and persistent sessions (`persistence true`); nil = off,
     /// as in mosquitto: then everything is kept in memory only and lost when the broker stops.
     public var persistence: PersistenceConfiguration? = nil
-    /// [park] A plain-TCP connection that has neither received nor sent a byte for this long, with nothing in flight,
+    /// A plain-TCP connection that has neither received nor sent a byte for this long, with nothing in flight,
     /// gives up its SwiftNIO channel and waits on a socket watcher of the broker's own until the client sends
     /// something or a message is written to it (`park_idle_connections_after_ms`). An idle connection then costs
     /// less than half the memory, for a small delay on the first packet after a park and some broker CPU per park

@@ -27,7 +27,7 @@ public final class MQTTBrokerServer: Service, Sendable {
         var shutdownFuture: EventLoopFuture<Void>?
         /// A group the broker created for its sockets because the given one has a different number of loops.
         var ownedSocketGroup: MultiThreadedEventLoopGroup?
-        /// [park] The thread that accepts plain-TCP sockets and watches parked ones; nil when parking is off.
+        /// The thread that accepts plain-TCP sockets and watches parked ones; nil when parking is off.
         var socketWatcher: SocketWatcher?
     }
 
@@ -75,7 +75,7 @@ public final class MQTTBrokerServer: Service, Sendable {
     /// Calling it again returns the same addresses. Throws if a listener cannot be bound (the others are closed).
     @discardableResult
     public func start() async throws -> [SocketAddress] {
-        // [tls] One TLS context per TLS listener, built off the event loops (it reads files); throws BrokerTLSError.
+        // One TLS context per TLS listener, built off the event loops (it reads files); throws BrokerTLSError.
         let tlsContexts = try await TLSListenerContext.make(for: configuration.listeners)
         guard ownLoop == nil || !ownLoopStopped.withLockedValue({ $0 }) else { throw MQTTBrokerError.alreadyShutDown }
         return try await eventLoop.flatSubmit { self.startOnLoop(tlsContexts: tlsContexts) }.get()
@@ -142,7 +142,7 @@ public final class MQTTBrokerServer: Service, Sendable {
                 .childChannelOption(.writeBufferWaterMark, value: Self.writabilityMeansNothingQueued)
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try tls?.addHandlers(to: channel, logger: logger)  // [tls] TLS first, MQTT behind it
+                        try tls?.addHandlers(to: channel, logger: logger)  // TLS first, MQTT behind it
                         let identity = tls?.usesIdentityAsUsername ?? false
                         if channel.eventLoop === coreLoop {
                             try channel.pipeline.syncOperations.addHandler(
@@ -166,7 +166,7 @@ public final class MQTTBrokerServer: Service, Sendable {
         let binds = PersistenceStore.open(for: core).flatMap {  // recover before accepting clients
             EventLoopFuture.whenAllComplete(
                 boundBootstraps.value.map { bootstrap, listener in
-                    // [park] Plain TCP is accepted by the watcher, which needs each socket's descriptor.
+                    // Plain TCP is accepted by the watcher, which needs each socket's descriptor.
                     if let ownSockets, listener.tls == nil {
                         return self.listenOwnSocket(listener, watcher: ownSockets.watcher, onAccepted: ownSockets.onAccepted)
                     }
@@ -215,7 +215,7 @@ public final class MQTTBrokerServer: Service, Sendable {
         let logger = self.logger
         let watcher = try SocketWatcher(
             onParkedReady: { tickets in
-                core.eventLoop.execute { core.value.parkedSocketsReady(tickets) }
+                core.eventLoop.execute { core.value.parking?.socketsReady(tickets) }
             },
             onAcceptError: { message in logger.error("\(message)") })
         state.value.socketWatcher = watcher
@@ -229,8 +229,10 @@ public final class MQTTBrokerServer: Service, Sendable {
             })
         }
         let adopter = SocketAdopter(socketGroup: socketGroup, core: core)
-        core.value.socketWatcher = watcher
-        core.value.socketAdopter = adopter
+        if let delay = configuration.parkIdleConnectionsAfter {
+            core.value.parking = ParkingRegistry(
+                delay: delay, watcher: watcher, adopter: adopter, eventLoop: core.eventLoop, logger: logger)
+        }
         return (watcher, { socket in
             ListeningSocket.configureAccepted(socket)
             adopter.adopt(socket, unparking: nil).whenFailure { error in
@@ -306,7 +308,7 @@ public final class MQTTBrokerServer: Service, Sendable {
         state.value.serverChannels = []
         let watcher = state.value.socketWatcher
         state.value.socketWatcher = nil
-        if let watcher {  // [park] stop accepting first; the watcher itself stops once every connection is closed
+        if let watcher {  // stop accepting first; the watcher itself stops once every connection is closed
             let closed = eventLoop.makePromise(of: Void.self)
             watcher.closeListeners(promise: closed)
             listenersClosed.append(closed.futureResult)

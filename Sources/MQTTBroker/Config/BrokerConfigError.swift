@@ -16,7 +16,7 @@ public enum BrokerConfigError: Error, Sendable, Hashable, CustomStringConvertibl
     case invalidFile(source: String, line: Int, option: String, reason: String)
     /// A value could not be parsed or is out of range.
     case invalidValue(source: String, line: Int, option: String, value: String, expected: String)
-    /// [tls] A TLS option is outside a `listener` block or does not fit the other TLS options of its listener
+    /// A TLS option is outside a `listener` block or does not fit the other TLS options of its listener
     /// (for example `certfile` without `keyfile`, `require_certificate true` without `cafile`).
     case invalidTLSSettings(source: String, line: Int, option: String, reason: String)
 

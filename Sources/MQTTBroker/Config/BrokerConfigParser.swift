@@ -19,7 +19,7 @@ import NIOCore
 /// - `allow_anonymous` defaults to true when every listener binds loopback only (127.0.0.1, ::1, localhost) and
 ///   to false otherwise; mosquitto 2 defaults to false everywhere. Setting it explicitly always wins.
 /// - `max_connections` counts sockets across all listeners (mosquitto counts per listener).
-/// - [tls] `certfile`, `keyfile`, `cafile`, `require_certificate`, `use_identity_as_username` and `tls_version`
+/// - `certfile`, `keyfile`, `cafile`, `require_certificate`, `use_identity_as_username` and `tls_version`
 ///   must follow a `listener` line (mosquitto would apply them to its default listener); a TLS option without
 ///   `certfile` and `keyfile` in its listener is an error; `tls_version` takes `tlsv1.2` (the default) or `tlsv1.3`.
 public enum BrokerConfigParser {
@@ -40,13 +40,13 @@ public enum BrokerConfigParser {
         var listeners: [BrokerConfiguration.Listener] = []
         var logTypeLevel: Logger.Level?
         var anonymousSet = false
-        var tlsDrafts: [Int: ListenerTLSDraft] = [:]  // [tls] by listener index
-        var persistenceLines = PersistenceConfigLines()  // [persist]
+        var tlsDrafts: [Int: ListenerTLSDraft] = [:]  // by listener index
+        var persistenceLines = PersistenceConfigLines()
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = ConfigLine(rawLine, source: source, number: index + 1)
             guard let option = line.option else { continue }
             anonymousSet = anonymousSet || option == "allow_anonymous"
-            if ListenerTLSDraft.options.contains(option) {  // [tls] belongs to the listener above it
+            if ListenerTLSDraft.options.contains(option) {  // belongs to the listener above it
                 guard !listeners.isEmpty else {
                     throw .invalidTLSSettings(
                         source: source, line: line.number, option: option, reason: "must follow a listener line")
@@ -54,7 +54,7 @@ public enum BrokerConfigParser {
                 try tlsDrafts[listeners.count - 1, default: ListenerTLSDraft()].record(option, line)
                 continue
             }
-            if try persistenceLines.take(option, line) { continue }  // [persist]
+            if try persistenceLines.take(option, line) { continue }
             try apply(option, line, to: &settings, listeners: &listeners, logTypeLevel: &logTypeLevel)
         }
         for (index, draft) in tlsDrafts.sorted(by: { $0.key < $1.key }) {
@@ -66,7 +66,7 @@ public enum BrokerConfigParser {
         if let logTypeLevel {
             settings.logLevel = logTypeLevel
         }
-        settings.configuration.persistence = try persistenceLines.configuration()  // [persist]
+        settings.configuration.persistence = try persistenceLines.configuration()
         if !anonymousSet {
             settings.configuration.allowAnonymous = settings.configuration.listeners.allSatisfy {
                 loopbackHosts.contains($0.host)
@@ -123,19 +123,19 @@ public enum BrokerConfigParser {
             settings.configuration.maxInflightMessages = try line.integer(line.single(), in: 0...65535)
         case "max_queued_messages":
             settings.configuration.maxQueuedMessages = try line.integer(line.single(), in: 0...Int(Int32.max))
-        case "max_queued_bytes":  // [flow]
+        case "max_queued_bytes":
             settings.configuration.maxQueuedBytes = try line.integer(line.single(), in: 0...Int(Int32.max))
-        case "max_pending_output_bytes":  // [flow]
+        case "max_pending_output_bytes":
             settings.configuration.maxPendingOutputBytes = try line.integer(line.single(), in: 0...Int(Int32.max))
-        case "slow_consumer_timeout":  // [flow]
+        case "slow_consumer_timeout":
             let seconds = try line.integer(line.single(), in: 0...86_400)
             settings.configuration.slowConsumerTimeout = seconds == 0 ? nil : .seconds(Int64(seconds))
-        case "backpressure_stall_ms":  // [flow]
+        case "backpressure_stall_ms":
             let milliseconds = try line.integer(line.single(), in: 0...3_600_000)
             settings.configuration.backpressureStallTimeout = milliseconds == 0 ? nil : .milliseconds(Int64(milliseconds))
         case "poll_before_sleep_us":
             settings.configuration.pollBeforeSleep = .microseconds(Int64(try line.integer(line.single(), in: 0...1_000)))
-        case "park_idle_connections_after_ms":  // [park]
+        case "park_idle_connections_after_ms":
             let milliseconds = try line.integer(line.single(), in: 0...86_400_000)
             settings.configuration.parkIdleConnectionsAfter = milliseconds == 0 ? nil : .milliseconds(Int64(milliseconds))
         case "max_packet_size":

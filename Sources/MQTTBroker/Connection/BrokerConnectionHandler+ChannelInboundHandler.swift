@@ -52,7 +52,7 @@ extension BrokerConnectionHandler: ChannelInboundHandler {
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        guard isCurrent(context) else { return }  // [park] the channel left behind when parking
+        guard isCurrent(context) else { return }  // the channel left behind when parking
         self.transport = nil
         signalClosed()
     }

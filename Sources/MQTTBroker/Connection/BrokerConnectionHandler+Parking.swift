@@ -13,7 +13,7 @@ extension BrokerConnectionHandler {
     /// When the connection should next be looked at for parking; nil when it cannot park (parking off, TLS,
     /// not connected yet, already parked or about to).
     var parkCheckDeadline: NIODeadline? {
-        guard let delay = core.parkingDelay, socketDescriptor != nil else { return nil }
+        guard let delay = core.parking?.delay, socketDescriptor != nil else { return nil }
         switch transport?.parkingSupport {
         case .immediate, .afterStoppingReads: return parking.checkDeadline(delay: delay, lastHeardAt: lastHeardAt)
         case .unsupported, nil: return nil
@@ -27,7 +27,7 @@ extension BrokerConnectionHandler {
 
     /// Looks at the connection for parking again no sooner than one delay after `now`.
     func postponeParking(from now: NIODeadline) {
-        parking.postpone(from: now, delay: core.parkingDelay)
+        parking.postpone(from: now, delay: core.parking?.delay)
     }
 
     /// Whether nothing is in progress on the connection or in its session.
@@ -89,7 +89,7 @@ extension BrokerConnectionHandler {
             remoteAddress: transport?.remoteAddress, coreLoop: core.eventLoop)
         transport = parked
         socketDescriptor = duplicate
-        guard core.connectionParked(self, parked) else {
+        guard core.parking?.parked(self, parked) == true else {
             unpark()  // the watcher refused it: straight back onto a channel
             return
         }
@@ -100,7 +100,8 @@ extension BrokerConnectionHandler {
     func unpark() {
         guard let parked = transport as? ParkedSocket, !parked.isUnparking else { return }
         parked.isUnparking = true
-        core.unpark(self, parked)
+        guard let registry = core.parking else { return unparkFailed(parked) }
+        registry.unpark(self, parked)
     }
 
     /// Output was flushed to a parked connection.
@@ -125,7 +126,7 @@ extension BrokerConnectionHandler {
             parked.closeWhenAttached = true
             return
         }
-        core.releaseParked(parked)
+        core.parking?.release(parked)
         Descriptor.close(parked.descriptor)
         transport = nil
         signalClosed()

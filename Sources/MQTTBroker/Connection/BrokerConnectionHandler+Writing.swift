@@ -67,7 +67,7 @@ extension BrokerConnectionHandler {
     private func noteWritten(_ bytes: Int) {
         core.statistics.messagesSent += 1
         core.statistics.bytesSent += UInt64(bytes)
-        noteHanded(bytes)  // [flow]
+        noteHanded(bytes)
         core.flusher.markDirty(self)
     }
 
@@ -109,7 +109,7 @@ extension BrokerConnectionHandler {
         core.statistics.messagesSent += 1
         core.statistics.publishSent += 1
         core.statistics.bytesSent += UInt64(bytes)
-        noteHanded(bytes, delivery: true)  // [flow]
+        noteHanded(bytes, delivery: true)
         core.flusher.markDirty(self)
     }
 

@@ -27,10 +27,10 @@ final class BrokerConnectionHandler {
     @exclusivity(unchecked) private var closePromise: EventLoopPromise<Void>?
     /// The protocol level of the client's CONNECT, which every packet to it is encoded for.
     @exclusivity(unchecked) var protocolVersion: MQTTProtocolVersion = .v3_1_1
-    /// [tls] The listener takes the user name from the client certificate (`use_identity_as_username`); CONNECT's
+    /// The listener takes the user name from the client certificate (`use_identity_as_username`); CONNECT's
     /// user name and password are then ignored and the core skips password authentication.
     let usesCertificateIdentity: Bool
-    /// [tls] The certificate identity, delivered by the TLS layer after the handshake, before any MQTT byte.
+    /// The certificate identity, delivered by the TLS layer after the handshake, before any MQTT byte.
     @exclusivity(unchecked) private(set) var certificateIdentity: TLSClientIdentity?
 
     /// The session attached by a successful CONNECT; set and cleared by the core.
@@ -95,7 +95,7 @@ final class BrokerConnectionHandler {
         self.decoder = MQTTPacketDecoder(maximumPacketSize: core.configuration.maxPacketSize)
         self.parking = ParkingState(now: core.eventLoop.now)
         self.stateMachine = ConnectionStateMachine(acceptedAt: core.eventLoop.now, connectTimeout: core.configuration.connectTimeout)
-        self.outputGate = PendingOutputGate(  // [flow]
+        self.outputGate = PendingOutputGate(
             limit: core.configuration.maxPendingOutputBytes, timeout: core.configuration.slowConsumerTimeout)
     }
 
@@ -139,7 +139,7 @@ final class BrokerConnectionHandler {
         if readPause.isSocketPaused {
             newTransport.setReadingPausedByCore(true)
         }
-        core.connectionUnparked(self)
+        core.parking?.unparked()
         postponeParking(from: core.eventLoop.now)  // what woke it is about to be read or written: a full delay first
         armTimer()
     }
@@ -150,7 +150,7 @@ final class BrokerConnectionHandler {
         guard !started else { return }
         started = true
         stateMachine = ConnectionStateMachine(acceptedAt: core.eventLoop.now, connectTimeout: core.configuration.connectTimeout)
-        // [auth] max_connections: close at accept, before reading anything; nothing was registered with the core.
+        // max_connections: close at accept, before reading anything; nothing was registered with the core.
         guard core.connectionOpened(self) else {
             logger.notice("connection refused: max_connections reached", metadata: ["max": "\(core.configuration.maxConnections)"])
             _ = stateMachine.close()
@@ -198,7 +198,7 @@ final class BrokerConnectionHandler {
         closePromise = nil
     }
 
-    /// [tls] The TLS handshake verified the client certificate (from the pipeline or a relay).
+    /// The TLS handshake verified the client certificate (from the pipeline or a relay).
     func certificateIdentified(_ identity: TLSClientIdentity) {
         certificateIdentity = identity
     }
@@ -213,7 +213,7 @@ final class BrokerConnectionHandler {
     // MARK: Decoding
 
     func decodeAvailablePackets() {
-        // [flow] A paused publisher's next batches are decoded up to their first PUBLISH, which waits with everything
+        // A paused publisher's next batches are decoded up to their first PUBLISH, which waits with everything
         // behind it: its other packets (PUBREL, PINGREQ, acknowledgements) are still answered, so its own window
         // keeps moving and the batch it sends at its resume is a full one. The batch in progress when it was paused
         // goes on, unless the core halts it: then the same rule applies from the next packet on.
@@ -327,14 +327,14 @@ final class BrokerConnectionHandler {
 
     private func scheduleTimer(at deadline: NIODeadline) {
         timerDeadline = deadline
-        core.armConnectionTimer(self, at: deadline)
+        core.timers.arm(self, at: deadline)
     }
 
     /// The core's deadline timer reached ``timerDeadline``.
     func timerFired(now: NIODeadline) {
         timerDeadline = nil
         if readPause.isPaused {
-            // [flow] A paused client may not be heard (its PINGREQ can wait behind a PUBLISH): check again later.
+            // A paused client may not be heard (its PINGREQ can wait behind a PUBLISH): check again later.
             scheduleTimer(at: now + .seconds(1))
             return
         }
@@ -356,7 +356,7 @@ final class BrokerConnectionHandler {
         }
     }
 
-    /// [park] Whether nothing is waiting in the connection itself: no partial packet, no output that has not left
+    /// Whether nothing is waiting in the connection itself: no partial packet, no output that has not left
     /// memory, no pause. (The session's state is checked by the caller.)
     var hasNothingPending: Bool {
         cumulation == nil && output.isEmpty && outputGate.pendingBytes == 0 && !outputGate.isBlocked
@@ -374,7 +374,7 @@ final class BrokerConnectionHandler {
     private func close(_ reason: CloseReason, alreadyClosedInStateMachine: Bool) {
         guard stateMachine.close() || alreadyClosedInStateMachine else { return }
         timerDeadline = nil
-        slowConsumerTimer?.cancel()  // [flow]
+        slowConsumerTimer?.cancel()
         slowConsumerTimer = nil
         cumulation = nil
         log(reason)

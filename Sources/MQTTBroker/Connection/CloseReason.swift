@@ -21,7 +21,7 @@ enum CloseReason: Sendable, Hashable, CustomStringConvertible {
     case takenOver
     /// The broker is shutting down: nothing more is published, not even wills.
     case serverShutdown
-    /// [flow] The client did not read its output: pending bytes stayed above `max_pending_output_bytes` for
+    /// The client did not read its output: pending bytes stayed above `max_pending_output_bytes` for
     /// `slow_consumer_timeout`, or passed twice the bound.
     case slowConsumer
 

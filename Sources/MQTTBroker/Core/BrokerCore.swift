@@ -42,29 +42,22 @@ final class BrokerCore {
     @exclusivity(unchecked) var outputBuffers = OutputBufferPool()
     @exclusivity(unchecked) private(set) var isShuttingDown = false
     @exclusivity(unchecked) private var sysTask: Scheduled<Void>?
-    /// Connection deadlines and the one timer armed for the earliest (BrokerCore+Deadlines.swift).
-    @exclusivity(unchecked) var connectionDeadlines = DeadlineHeap<ObjectIdentifier>()
-    @exclusivity(unchecked) var deadlineTimer: Scheduled<Void>?
-    @exclusivity(unchecked) var deadlineTimerAt: NIODeadline?
-    @exclusivity(unchecked) var isFiringDeadlines = false
-    // [flow] publisher back-pressure (BrokerCore+FlowControl.swift); nil when `backpressure_stall_ms` is 0.
-    @exclusivity(unchecked) var backpressure: PublisherBackpressure<ObjectIdentifier, SessionKey>?
-    @exclusivity(unchecked) var stallCheckTask: Scheduled<Void>?
-    /// [flow] The emptied array of back-pressure actions, kept for the next use (``takeBackpressureActions()``).
-    @exclusivity(unchecked) var spareBackpressureActions: [PublisherBackpressure<ObjectIdentifier, SessionKey>.Action] = []
+    /// Connection deadlines and the one timer armed for the earliest.
+    let timers: ConnectionTimers
+    /// Publisher back-pressure (`backpressure_stall_ms`).
+    let backpressure: BackpressureController
     /// What must survive a restart is recorded here: ``NoPersistence`` when `persistence` is off.
     @exclusivity(unchecked) private(set) var storage: any BrokerPersistence = NoPersistence()
     /// The durable store, when `persistence` is on (its statistics, compaction and shutdown).
     @exclusivity(unchecked) private(set) var persistence: PersistenceStore?
-    // [park] parking idle connections (BrokerCore+Parking.swift); nil when parking is off or sockets are NIO's.
-    /// Watches parked sockets (and the plain listeners).
-    @exclusivity(unchecked) var socketWatcher: SocketWatcher?
-    /// Gives sockets to NIO: newly accepted ones, and parked ones coming back.
-    @exclusivity(unchecked) var socketAdopter: SocketAdopter?
-    /// The parked connections, by the descriptor the watcher reports.
-    @exclusivity(unchecked) var parkedConnections: [CInt: BrokerConnectionHandler] = [:]
-    /// How many times connections parked and came back (diagnostics and tests).
-    @exclusivity(unchecked) var parkCounts = ParkCounts()
+    /// Parked idle connections; nil when parking is off or sockets are NIO's.
+    @exclusivity(unchecked) var parking: ParkingRegistry?
+
+    /// The parked connections, by descriptor (`$SYS`, tests).
+    var parkedConnections: [CInt: BrokerConnectionHandler] { parking?.connections ?? [:] }
+
+    /// How many times connections parked and came back (`$SYS`, tests).
+    var parkCounts: ParkCounts { parking?.counts ?? ParkCounts() }
 
     init(configuration: BrokerConfiguration, logger: Logger, eventLoop: any EventLoop) {
         self.configuration = configuration
@@ -74,7 +67,8 @@ final class BrokerCore {
         self.startedAt = eventLoop.now
         self.sessions = SessionRegistry(configuration: configuration)
         self.flusher = OutputFlusher(eventLoop: eventLoop)
-        self.backpressure = configuration.backpressureStallTimeout.map { PublisherBackpressure(stallTimeout: $0) }  // [flow]
+        self.timers = ConnectionTimers(eventLoop: eventLoop)
+        self.backpressure = BackpressureController(stallTimeout: configuration.backpressureStallTimeout)
     }
 
     /// The number of sessions with a connection attached.
@@ -82,6 +76,12 @@ final class BrokerCore {
 
     /// The number of sessions, connected or not.
     var sessionCount: Int { sessions.count }
+
+    /// The connections not read because they fill a congested session (`$SYS`, tests).
+    var backpressuredConnectionCount: Int { backpressure.pausedConnectionCount }
+
+    /// How many times a connection was paused since the start (`$SYS`, tests).
+    var backpressurePauseCount: UInt64 { backpressure.pauseCount }
 
     /// The number of (client, filter) subscriptions.
     var subscriptionCount: Int { subscriptionIndex.count }
@@ -107,62 +107,18 @@ final class BrokerCore {
     /// A socket was accepted. Returns false (and keeps nothing) when `max_connections` sockets are already open.
     func connectionOpened(_ connection: BrokerConnectionHandler) -> Bool {
         eventLoop.assertInEventLoop()
-        // [auth] max_connections (Auth/ConnectionLimit).
+        // max_connections (Auth/ConnectionLimit).
         guard ConnectionLimit(maxConnections: configuration.maxConnections).admits(openConnections: connections.count) else { return false }
         connections[ObjectIdentifier(connection)] = connection
         return true
     }
 
-    /// The outcome of CONNECT processing.
-    enum ConnectDecision {
-        /// Send CONNACK 0 with this session-present flag; the connection is attached to `session`.
-        case accepted(session: BrokerSession, sessionPresent: Bool)
-        /// Send CONNACK with this code (when the protocol level allows it) and close.
-        case rejected(ConnectReturnCode)
-    }
-
-    /// Handles CONNECT (MQTT 3.1.1 section 3.1.4): authentication, client identifier rules, takeover of an
-    /// existing connection, and session creation, resumption or discarding.
-    func connect(_ packet: ConnectPacket, connection: BrokerConnectionHandler) -> ConnectDecision {
-        eventLoop.assertInEventLoop()
-        guard packet.protocolVersion != .v5 else { return .rejected(.unacceptableProtocolVersion) }
-
-        var clientID = packet.clientIdentifier
-        if clientID.isEmpty {
-            guard packet.cleanSession else { return .rejected(.identifierRejected) }
-            clientID = sessions.assignClientID()
-        }
-        // [tls] use_identity_as_username: the verified client certificate authenticated the client.
-        if !connection.usesCertificateIdentity, let refusal = authenticate(packet, clientID: clientID) {
-            return .rejected(refusal)
-        }
-
-        // Takeover: the old connection ends without DISCONNECT, so its will is published (MQTT-3.1.4-2).
-        if let existing = sessions.session(forClientID: clientID), let old = existing.connection {
-            old.close(.takenOver)
-        }
-
-        let sessionPresent: Bool
-        let session: BrokerSession
-        if let existing = sessions.session(forClientID: clientID), !packet.cleanSession {
-            session = existing
-            sessionPresent = true
-        } else {
-            if let existing = sessions.session(forClientID: clientID) {
-                removeSession(existing)
-            }
-            session = sessions.makeSession(clientID: clientID, cleanSession: packet.cleanSession)
-            sessionPresent = false
-        }
-        session.cleanSession = packet.cleanSession
-        // [auth] the ACL rules of this connection's identity (Auth/ClientAccessPolicy).
-        session.accessPolicy = ClientAccessPolicy(acl: configuration.accessControl, clientID: clientID, username: packet.username)
+    /// CONNECT was accepted: `session` is now `connection`'s.
+    func attach(_ session: BrokerSession, to connection: BrokerConnectionHandler) {
         session.connection = connection
         connection.session = session
-        if !sessionPresent, !packet.cleanSession { storage.sessionCreated(session) }
         connectedClientCount += 1
         statistics.maximumConnected = max(statistics.maximumConnected, connectedClientCount)
-        return .accepted(session: session, sessionPresent: sessionPresent)
     }
 
     /// After CONNACK: re-send what the session still owes the client, then the queue (MQTT-4.4.0-1).
@@ -175,14 +131,14 @@ final class BrokerCore {
     func connectionEnded(_ connection: BrokerConnectionHandler, reason: CloseReason) {
         eventLoop.assertInEventLoop()
         connections[ObjectIdentifier(connection)] = nil
-        backpressure?.connectionClosed(ObjectIdentifier(connection))  // [flow]
+        backpressure.connectionClosed(connection)
         guard let session = connection.session else { return }
         connection.session = nil
         if session.connection === connection {
             session.connection = nil
             connectedClientCount -= 1
             session.outbound.suspend()
-            sessionWentOffline(session)  // [flow] offline sessions hold no publisher back
+            backpressure.sessionWentOffline(session, core: self)  // offline sessions hold no publisher back
             if session.cleanSession {
                 removeSession(session)
             }
@@ -228,7 +184,7 @@ final class BrokerCore {
         var routeHint = publisher?.routeHint.take()
         subscriptionIndex.forEachMatch(topic: forwarded.topic, hint: &routeHint) { key, grantedQoS in
             guard let session = sessions.session(forKey: key) else { return }
-            guard session.accessPolicy.mayReceive(forwarded.topic) else { return }  // [auth] read ACL per message
+            guard session.accessPolicy.mayReceive(forwarded.topic) else { return }  // read ACL per message
             let qos = min(forwarded.qos, grantedQoS)
             switch session.outbound.enqueue(forwarded, qos: qos, retain: false) {
             case .send(let delivery):
@@ -244,14 +200,14 @@ final class BrokerCore {
                 }
             case .queued:
                 recorder?.queued(qos, for: session)
-                holdBackPublisher(publisher, for: session, qos: qos)  // [flow]
+                backpressure.holdBack(publisher, for: session, qos: qos, core: self)
             case .discarded:
                 return
             case .dropped:
                 noteDropped(session)
-                holdBackPublisher(publisher, for: session, qos: qos)  // [flow]
+                backpressure.holdBack(publisher, for: session, qos: qos, core: self)
             case .droppedSlowConsumer:
-                noteDroppedSlowConsumer(session)  // [flow]
+                noteDroppedSlowConsumer(session)
             }
         }
         publisher?.routeHint = routeHint
@@ -268,7 +224,7 @@ final class BrokerCore {
     /// Sends the retained messages matching a new or renewed subscription, with RETAIN set (MQTT-3.3.1-6).
     func deliverRetained(matching filter: String, grantedQoS: QoS, to session: BrokerSession) {
         guard configuration.retainAvailable else { return }
-        for message in retainedStore.messages(matching: filter) where session.accessPolicy.mayReceive(message.topic) {  // [auth]
+        for message in retainedStore.messages(matching: filter) where session.accessPolicy.mayReceive(message.topic) {
             offer(message, qos: min(message.qos, grantedQoS), retain: true, to: session)
         }
     }
@@ -302,7 +258,7 @@ final class BrokerCore {
     /// Writes the outcome of an outbound-flow event to the session's connection.
     func perform(_ actions: [OutboundAction], for session: BrokerSession) {
         guard let connection = session.connection else { return }
-        defer { noteProgress(of: session) }  // [flow] the session acknowledged something, persistent or not
+        defer { backpressure.noteProgress(of: session, core: self) }  // it acknowledged something, persistent or not
         storage.performOutbound(actions, for: session, via: connection)
     }
 
@@ -320,21 +276,31 @@ final class BrokerCore {
         case .dropped:
             noteDropped(session)
         case .droppedSlowConsumer:
-            noteDroppedSlowConsumer(session)  // [flow]
+            noteDroppedSlowConsumer(session)
         }
         recorder?.finish()
     }
 
     private func noteDropped(_ session: BrokerSession) {
         statistics.publishDropped += 1
-        statistics.publishDroppedQueueFull += 1  // [flow]
-        // [flow] logged at the 1st, 2nd, 4th, 8th ... drop of a session: a flood must not turn into a log flood.
+        statistics.publishDroppedQueueFull += 1
+        // Logged at the 1st, 2nd, 4th, 8th ... drop of a session: a flood must not turn into a log flood.
         let dropped = session.outbound.droppedCount
         guard dropped & (dropped - 1) == 0 else { return }
         logger.warning(
             "session queue full, message dropped",
             metadata: ["client": "\(session.clientID)", "dropped": "\(dropped)"]
         )
+    }
+
+    /// A QoS 0 message for a slow consumer was dropped.
+    private func noteDroppedSlowConsumer(_ session: BrokerSession) {
+        statistics.publishDropped += 1
+        statistics.publishDroppedSlowConsumer += 1
+        let dropped = session.outbound.slowConsumerDroppedCount
+        guard dropped & (dropped - 1) == 0 else { return }  // logged at the 1st, 2nd, 4th ... drop
+        logger.notice(
+            "slow consumer: QoS 0 message dropped", metadata: ["client": "\(session.clientID)", "dropped": "\(dropped)"])
     }
 
     // MARK: Flushing
@@ -373,23 +339,14 @@ final class BrokerCore {
         sessions.makeSession(clientID: clientID, cleanSession: cleanSession)
     }
 
-    private func removeSession(_ session: BrokerSession) {
+    /// Ends `session`: its subscriptions leave the index, and a persistent one is forgotten by persistence.
+    func removeSession(_ session: BrokerSession) {
         if !session.cleanSession { storage.sessionRemoved(session) }
         for filter in session.subscriptions.keys {
             subscriptionIndex.unsubscribe(session.key, from: filter.base)
         }
         session.subscriptions.removeAll()
         sessions.remove(session)
-    }
-
-    /// The authentication step of CONNECT: nil to accept, or the CONNACK code to refuse with.
-    private func authenticate(_ packet: ConnectPacket, clientID: String) -> ConnectReturnCode? {
-        guard let username = packet.username else {
-            return configuration.allowAnonymous ? nil : .notAuthorized
-        }
-        guard let authenticator = configuration.authenticator else { return nil }
-        let accepted = authenticator.authenticate(username: username, password: packet.password, clientIdentifier: clientID)
-        return accepted ? nil : .badUsernameOrPassword
     }
 
     // MARK: Life cycle
@@ -403,7 +360,7 @@ final class BrokerCore {
     }
 
     private func scheduleSysPublishing(in interval: TimeAmount) {
-        // `self` is captured strongly, as in every timer of the core (see ``scheduleDeadlineTimer()``).
+        // `self` is captured strongly, as in every timer of the core (see ``ConnectionTimers``).
         sysTask = eventLoop.assumeIsolated().scheduleTask(in: interval) { [self] in
             guard !self.isShuttingDown else { return }
             self.publishSysTopics()
@@ -427,9 +384,8 @@ final class BrokerCore {
         isShuttingDown = true
         sysTask?.cancel()
         sysTask = nil
-        stallCheckTask?.cancel()  // [flow]
-        stallCheckTask = nil
-        cancelDeadlineTimer()
+        backpressure.stop()
+        timers.stop()
         let open = Array(connections.values)
         let closed = open.map { $0.closeFuture }
         for connection in open {

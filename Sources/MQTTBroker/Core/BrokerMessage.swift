@@ -13,7 +13,7 @@ struct BrokerMessage: Sendable, Hashable {
     var qos: QoS
     /// The RETAIN flag it was published with.
     var retain: Bool
-    /// [persist] The id of the message's record in the persistence store; 0 when it has none.
+    /// The id of the message's record in the persistence store; 0 when it has none.
     var storeID: UInt64 = 0
 
     /// Slack above which a kept payload is copied out of the buffer it arrived in.

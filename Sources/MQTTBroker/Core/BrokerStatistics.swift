@@ -10,7 +10,7 @@ struct BrokerStatistics: Sendable, Hashable {
     var publishSent: UInt64 = 0
     /// Messages dropped for any reason (full session queue or slow consumer).
     var publishDropped: UInt64 = 0
-    // [flow] the causes behind `publishDropped`, and the flow-control events.
+    // the causes behind `publishDropped`, and the flow-control events.
     /// Messages dropped because a session queue was at `max_queued_messages` or `max_queued_bytes`.
     var publishDroppedQueueFull: UInt64 = 0
     /// QoS 0 messages dropped because the subscriber's connection had too much unwritten output.

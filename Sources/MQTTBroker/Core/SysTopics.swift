@@ -19,13 +19,13 @@ enum SysTopics {
             ("$SYS/broker/publish/messages/received", "\(stats.publishReceived)"),
             ("$SYS/broker/publish/messages/sent", "\(stats.publishSent)"),
             ("$SYS/broker/publish/messages/dropped", "\(stats.publishDropped)"),
-            // [flow] ours (mosquitto has no such topics): drop causes and flow-control state.
+            // ours (mosquitto has no such topics): drop causes and flow-control state.
             ("$SYS/broker/publish/messages/dropped/queue_full", "\(stats.publishDroppedQueueFull)"),
             ("$SYS/broker/publish/messages/dropped/slow_consumer", "\(stats.publishDroppedSlowConsumer)"),
             ("$SYS/broker/clients/slow_consumer_disconnects", "\(stats.slowConsumerDisconnects)"),
             ("$SYS/broker/clients/backpressured", "\(core.backpressuredConnectionCount)"),
             ("$SYS/broker/clients/backpressure_pauses", "\(core.backpressurePauseCount)"),
-            // [park] ours: idle connections without a channel right now, and parkings since start.
+            // ours: idle connections without a channel right now, and parkings since start.
             ("$SYS/broker/clients/parked", "\(core.parkedConnections.count)"),
             ("$SYS/broker/clients/parkings", "\(core.parkCounts.parked)"),
             ("$SYS/broker/bytes/received", "\(stats.bytesReceived)"),

@@ -60,7 +60,7 @@ final class RetainedStore {
         return result
     }
 
-    /// [persist] Every stored retained message, `$` topics included (for a persistence snapshot).
+    /// Every stored retained message, `$` topics included (for a persistence snapshot).
     func allMessages() -> [BrokerMessage] {
         var result: [BrokerMessage] = []
         Self.collectAll(root, into: &result)

@@ -23,12 +23,12 @@ final class BrokerSession {
     @exclusivity(unchecked) var inboundQoS2 = InboundQoS2Tracker()
     /// The connection attached to the session; nil while the client is offline.
     @exclusivity(unchecked) var connection: BrokerConnectionHandler?
-    /// [auth] What the client attached last may publish, subscribe to and receive (set at every CONNECT).
+    /// What the client attached last may publish, subscribe to and receive (set at every CONNECT).
     @exclusivity(unchecked) var accessPolicy = ClientAccessPolicy.unrestricted
-    /// [flow] The read batch in which the core last reported this session's progress to the back-pressure state
-    /// (``BrokerCore/noteProgress(of:)``): the time the batch began, the one clock every report in it shares.
+    /// The read batch in which the core last reported this session's progress to the back-pressure state
+    /// (``BackpressureController/noteProgress(of:core:)``): the time the batch began, the one clock every report in it shares.
     @exclusivity(unchecked) var progressNotedAt = NIODeadline.uptimeNanoseconds(0)
-    /// [flow] The read batch in which the core last reported this session's queue below the high watermark (each
+    /// The read batch in which the core last reported this session's queue below the high watermark (each
     /// such report may resume one publisher): at most one per batch.
     @exclusivity(unchecked) var drainNotedAt = NIODeadline.uptimeNanoseconds(0)
 

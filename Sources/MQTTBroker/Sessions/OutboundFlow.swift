@@ -350,7 +350,7 @@ struct OutboundFlow: Sendable {
     }
 }
 
-// [persist] Rebuilding a flow from persisted state (Persistence/BrokerCore+Persistence.swift).
+// Rebuilding a flow from persisted state (Persistence/BrokerStateSnapshot.swift).
 extension OutboundFlow {
     /// Replaces the (empty, offline) flow's window and queue with recovered ones: `inflight` in send order keeps its
     /// packet identifiers and states (re-sent with DUP on resume), `queued` in arrival order. The next packet id

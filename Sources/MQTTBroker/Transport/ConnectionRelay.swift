@@ -20,16 +20,16 @@ final class ConnectionRelay: ChannelInboundHandler {
     private var pending: [ByteBuffer] = []
     private var batchesInFlight = 0
     private var readingPaused = false
-    /// [flow] The core asked to stop reading (publisher back-pressure).
+    /// The core asked to stop reading (publisher back-pressure).
     private var pausedByCore = false
     private var context: ChannelHandlerContext?
-    /// [tls] Whether the listener uses the client certificate's CN as user name.
+    /// Whether the listener uses the client certificate's CN as user name.
     private let usesCertificateIdentity: Bool
-    /// [park] The socket's descriptor when the broker accepted it itself (the connection may then be parked).
+    /// The socket's descriptor when the broker accepted it itself (the connection may then be parked).
     private let socketDescriptor: CInt?
-    /// [park] The parked connection this relay brings back, instead of a new one.
+    /// The parked connection this relay brings back, instead of a new one.
     private let unparking: NIOLoopBound<BrokerConnectionHandler>?
-    /// [park] Reading stopped while the core decides whether to park the connection.
+    /// Reading stopped while the core decides whether to park the connection.
     private var pausedForPark = false
     /// Writes the core's one-buffer flushes straight to the socket when the broker accepted it itself.
     private var directWriter: DirectSocketWriter?
@@ -67,7 +67,7 @@ final class ConnectionRelay: ChannelInboundHandler {
         }
     }
 
-    /// [tls] The certificate identity goes over like a read batch, so it arrives before the first MQTT bytes.
+    /// The certificate identity goes over like a read batch, so it arrives before the first MQTT bytes.
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let identity = event as? TLSClientIdentity {
             let handler = self.handler
@@ -108,7 +108,7 @@ final class ConnectionRelay: ChannelInboundHandler {
         updateReading()
     }
 
-    /// [flow] The core stops (or resumes) reading this socket.
+    /// The core stops (or resumes) reading this socket.
     func setReadingPausedByCore(_ paused: Bool) {
         pausedByCore = paused
         updateReading()
@@ -127,7 +127,7 @@ final class ConnectionRelay: ChannelInboundHandler {
         directWriter?.leftoverWritten()
     }
 
-    /// [park] Stops reading and returns a duplicate of the socket's descriptor, which stays open when the channel
+    /// Stops reading and returns a duplicate of the socket's descriptor, which stays open when the channel
     /// closes; nil when the channel is already closed (then there is nothing to park).
     func stopReadingForPark(descriptor: CInt) -> CInt? {
         pausedForPark = true
@@ -136,7 +136,7 @@ final class ConnectionRelay: ChannelInboundHandler {
         return Descriptor.duplicate(descriptor)
     }
 
-    /// [park] The core kept the connection on its channel: read again.
+    /// The core kept the connection on its channel: read again.
     func parkCalledOff() {
         pausedForPark = false
         updateReading()
