@@ -77,7 +77,7 @@ struct EpollSocketLiveTests {
             }
             try await publisher.channel.writeAndFlush(buffer)
             let socketPaused = try await poll(every: .milliseconds(20), for: .seconds(5)) {
-                try await server.withCore { $0.session(forClientID: "paused-pub")?.connection?.isSocketReadingPaused } == true
+                try await server.withCore { $0.session(forClientID: "paused-pub")?.connection?.readPause.isSocketPaused } == true
             }
             #expect(socketPaused)
 

@@ -160,7 +160,7 @@ struct PublisherPauseTests {
         let answers = try pub.received()
         #expect(pubackIDs(answers) == Array(1...17))
         #expect(answers.contains { if case .pingresp = $0 { true } else { false } })
-        #expect(try handler(of: pub).isDecodingHaltedByCore)
+        #expect(try handler(of: pub).readPause.isDecodingHalted)
         #expect(broker.core.statistics.publishDropped == 0)
     }
 
@@ -172,23 +172,23 @@ struct PublisherPauseTests {
         try publishBatch(pub, ids: 1...12)
         #expect(pubackIDs(try pub.received()) == Array(1...12))
         let handler = try handler(of: pub)
-        #expect(handler.isReadingPausedByCore && !handler.isSocketReadingPaused)
+        #expect(handler.isReadingPausedByCore && !handler.readPause.isSocketPaused)
         // Below the bound the input waits in the connection, and the socket is still read.
         var id: UInt16 = 13
-        while handler.pendingInputBytes + 1024 < BrokerConnectionHandler.pausedInputLimit {
+        while handler.pendingInputBytes + 1024 < ReadPause.inputLimit {
             try publishBatch(pub, ids: id...id + 7)
             id += 8
-            #expect(!handler.isSocketReadingPaused)
+            #expect(!handler.readPause.isSocketPaused)
         }
         #expect(handler.pendingInputBytes > 0)
         // Past it, the socket is no longer read.
         try pub.send(.publish(PublishPacket(topic: "t", payload: ByteBuffer(repeating: 0x61, count: 2048), qos: .atLeastOnce, packetID: id)))
-        #expect(handler.isSocketReadingPaused)
+        #expect(handler.readPause.isSocketPaused)
         #expect(pubackIDs(try pub.received()).isEmpty)
         // The congested session goes away (its clean-session subscriber drops): the publisher resumes, decodes what
         // waited and reads its socket again.
         sub.dropConnection()
         #expect(pubackIDs(try pub.received()) == Array(13...id))
-        #expect(!handler.isReadingPausedByCore && !handler.isSocketReadingPaused)
+        #expect(!handler.isReadingPausedByCore && !handler.readPause.isSocketPaused)
     }
 }
