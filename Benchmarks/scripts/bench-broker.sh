@@ -180,9 +180,9 @@ start_ours && OURS_OK=1 || true
 start_mosquitto && MOSQ_OK=1 || true
 [ "$OURS_OK" = 1 ] || [ "$MOSQ_OK" = 1 ] || { echo "bench-broker: no broker could be started" >&2; exit 1; }
 if [ -n "$EXTRA_CONF" ]; then
-  EXTRA_CONF_NOTE="extra config for ours only (MQTTCHAT_EXTRA_CONF): $(printf '%s' "$EXTRA_CONF" | paste -sd ';' - | sed 's/;/; /g')"
+  EXTRA_CONF_NOTE="Extra config for ours only (MQTTCHAT_EXTRA_CONF): $(printf '%s' "$EXTRA_CONF" | paste -sd ';' - | sed 's/;/; /g')"
 else
-  EXTRA_CONF_NOTE="no extra config for ours (MQTTCHAT_EXTRA_CONF unset)"
+  EXTRA_CONF_NOTE="No extra config for ours (MQTTCHAT_EXTRA_CONF unset)"
 fi
 
 # --- runs ---------------------------------------------------------------------------------------------------
@@ -295,7 +295,7 @@ done
 echo
 echo "Broker comparison: medians of $REPEAT repetition(s) (latency: $((REPEAT * LATENCY_RUNS)) alternating pairs);"
 echo "$PINNING."
-echo "Ours: $EXTRA_CONF_NOTE."
+echo "$EXTRA_CONF_NOTE."
 echo "Limits for both: max_inflight_messages $INFLIGHT, max_queued_messages 100000 (mosquitto also set_tcp_nodelay true)."
 echo "Every run starts once both brokers have been idle for 0.4 s (at most 30 s of waiting)."
 echo "Idle: $IDLE_CONNECTIONS connections per run, each run on a freshly started broker."
