@@ -13,10 +13,15 @@ public func makeTemporaryDirectory(prefix: String) throws -> URL {
     return url
 }
 
-/// Runs a command to completion (off the cooperative pool) and returns its output; throws on a non-zero exit.
+/// Runs a command to completion and returns its output; throws on a non-zero exit, or if it still runs after
+/// `timeout` (it is then stopped, as by ``runProcess(_:_:timeout:)``).
 @discardableResult
-public func run(_ executable: String, _ arguments: [String]) async throws -> String {
-    try await offPool { try runBlocking(executable, arguments) }
+public func run(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(60)) async throws -> String {
+    let result = try await runProcess(executable, arguments, timeout: timeout)
+    guard result.status == 0 else {
+        throw HarnessError("\(executable) \(arguments.joined(separator: " ")) failed: \(result.output)")
+    }
+    return result.output
 }
 
 /// Runs blocking work on a thread of its own, so the (2-thread) cooperative pool keeps serving the other tests.
@@ -29,21 +34,39 @@ public func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) asy
     }
 }
 
-private func runBlocking(_ executable: String, _ arguments: [String]) throws -> String {
+/// Output (standard output and standard error together) and exit status of a finished process.
+public struct ProcessResult: Sendable {
+    public var status: Int32
+    public var output: String
+}
+
+/// Runs an executable with arguments, stopping it (`terminate()`) if it still runs after `timeout`. The wait sleeps
+/// rather than blocks, so the (2-thread) cooperative pool keeps serving the other tests.
+public func runProcess(_ path: String, _ arguments: [String], timeout: Duration = .seconds(15)) async throws -> ProcessResult {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
+    process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let output = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let text = String(decoding: output, as: UTF8.self)
-    guard process.terminationStatus == 0 else {
-        throw HarnessError("\(executable) \(arguments.joined(separator: " ")) failed: \(text)")
+    // A file, not a pipe: a pipe's buffer fills up and blocks a chatty process until it is read.
+    let outputURL = FileManager.default.temporaryDirectory.appendingPathComponent("broker-test-\(UUID().uuidString).out")
+    guard FileManager.default.createFile(atPath: outputURL.path, contents: nil) else {
+        throw CocoaError(.fileWriteUnknown)
     }
-    return text
+    defer { try? FileManager.default.removeItem(at: outputURL) }
+    let output = try FileHandle(forWritingTo: outputURL)
+    defer { try? output.close() }
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let deadline = ContinuousClock.now + timeout
+    while process.isRunning, ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    if process.isRunning {
+        process.terminate()
+        process.waitUntilExit()
+    }
+    let data = try Data(contentsOf: outputURL)
+    return ProcessResult(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
 }
 
 /// The installed mosquitto broker, if any.

@@ -1,4 +1,5 @@
 import Foundation
+import LiveTestSupport
 import MQTTCore
 import NIOCore
 import ServiceLifecycle

@@ -58,40 +58,6 @@ extension MQTTBrokerServer {
     }
 }
 
-/// Output and exit status of a finished process.
-struct ProcessResult {
-    var status: Int32
-    var output: String
-}
-
-/// Runs an executable with arguments, killing it after `timeout`.
-func runProcess(_ path: String, _ arguments: [String], timeout: Duration = .seconds(15)) async throws -> ProcessResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    // A file, not a pipe: a pipe's buffer fills up and blocks a chatty process until it is read.
-    let outputURL = FileManager.default.temporaryDirectory.appendingPathComponent("broker-test-\(UUID().uuidString).out")
-    guard FileManager.default.createFile(atPath: outputURL.path, contents: nil) else {
-        throw CocoaError(.fileWriteUnknown)
-    }
-    defer { try? FileManager.default.removeItem(at: outputURL) }
-    let output = try FileHandle(forWritingTo: outputURL)
-    defer { try? output.close() }
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let deadline = ContinuousClock.now + timeout
-    while process.isRunning, ContinuousClock.now < deadline {
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    if process.isRunning {
-        process.terminate()
-        process.waitUntilExit()
-    }
-    let data = try Data(contentsOf: outputURL)
-    return ProcessResult(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
-}
-
 extension SocketAddress {
     /// The port as a string for command line tools.
     var portString: String { port.map(String.init) ?? "0" }

@@ -1,4 +1,5 @@
 import Foundation
+import LiveTestSupport
 
 /// A throwaway PKI made by `scripts/make-test-certs.sh` in a temp directory: `ca.crt`, `server.crt`/`server.key`
 /// (for 127.0.0.1 and localhost) and one `NAME.crt`/`NAME.key` per client. Call ``remove()`` when done.
@@ -12,7 +13,7 @@ struct TestCertificates: Sendable {
 
     /// Runs the script; `caName` names the CA (to make a second, foreign one).
     static func make(clients: [String] = [], caName: String = "mqttchat test CA") async throws -> TestCertificates {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("broker-tls-\(UUID().uuidString)")
+        let directory = try makeTemporaryDirectory(prefix: "broker-tls")
         let script = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("scripts/make-test-certs.sh")
