@@ -103,13 +103,10 @@ public final class RunningBroker: @unchecked Sendable {
         configuration.listeners = [.init(host: "127.0.0.1", port: port, tls: brokerConfiguration.listeners.first?.tls)]
         let deadline = ContinuousClock.now + .seconds(5)
         while true {
-            let server = MQTTBrokerServer(configuration: configuration, logger: quietBrokerLogger)
             do {
-                try await server.start()
-                self.server = server
+                self.server = try await startInProcessBroker(configuration).server
                 return
             } catch {
-                await server.shutdown()
                 guard ContinuousClock.now < deadline else {
                     throw HarnessError("our broker could not bind 127.0.0.1:\(port) again: \(error)")
                 }
@@ -196,19 +193,18 @@ public func startBroker(kind: TestBrokerKind, options: BrokerOptions = BrokerOpt
         }
         throw lastError
     case .mqttchat:
-        var configuration = BrokerConfiguration()
-        let tls = options.tls.map {
-            BrokerTLSConfiguration(
-                certificateFile: $0.serverCertificate.path, privateKeyFile: $0.serverKey.path,
-                caFile: $0.caCertificate.path, requireCertificate: options.requireCertificate)
+        let configuration = loopbackBrokerConfiguration { configuration in
+            configuration.listeners[0].tls = options.tls.map {
+                BrokerTLSConfiguration(
+                    certificateFile: $0.serverCertificate.path, privateKeyFile: $0.serverKey.path,
+                    caFile: $0.caCertificate.path, requireCertificate: options.requireCertificate)
+            }
+            if !options.users.isEmpty {
+                configuration.allowAnonymous = false
+                configuration.authenticator = PasswordTable(users: options.users)
+            }
         }
-        configuration.listeners = [.init(host: "127.0.0.1", port: 0, tls: tls)]
-        if !options.users.isEmpty {
-            configuration.allowAnonymous = false
-            configuration.authenticator = PasswordTable(users: options.users)
-        }
-        let server = MQTTBrokerServer(configuration: configuration, logger: quietBrokerLogger)
-        let addresses = try await server.start()
+        let (server, addresses) = try await startInProcessBroker(configuration)
         guard let port = addresses.first?.port else {
             await server.shutdown()
             throw HarnessError("our broker reported no bound port: \(addresses)")

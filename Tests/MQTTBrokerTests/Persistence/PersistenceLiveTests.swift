@@ -1,4 +1,5 @@
 import Foundation
+import LiveTestSupport
 import Logging
 import MQTTCore
 import NIOCore
@@ -7,26 +8,31 @@ import Testing
 
 @testable import MQTTBroker
 
-/// A broker with persistence in `directory` on an ephemeral loopback port; the caller shuts it down.
-private func startPersistentBroker(
-    _ directory: String, _ configure: (inout BrokerConfiguration) -> Void = { _ in }
-) async throws -> (MQTTBrokerServer, SocketAddress) {
-    var configuration = BrokerConfiguration()
-    configuration.listeners = [.init(host: "127.0.0.1", port: 0)]
+/// The persistence tests' logger: silent unless `BROKER_TEST_LOG` is set, then down to debug.
+private let persistenceTestLogger: Logger = {
+    var logger = Logger(label: "mqttchat.broker.persist-test")
+    logger.logLevel = ProcessInfo.processInfo.environment["BROKER_TEST_LOG"] == nil ? .critical : .debug
+    return logger
+}()
+
+/// Makes `configuration` a persistent broker's: persistence in `directory`, one loop, no `$SYS`.
+private func makePersistent(_ configuration: inout BrokerConfiguration, in directory: String) {
     configuration.sysInterval = nil
     configuration.eventLoopCount = 1
     configuration.persistence = PersistenceConfiguration(directory: directory)
-    configure(&configuration)
-    var logger = Logger(label: "mqttchat.broker.persist-test")
-    logger.logLevel = ProcessInfo.processInfo.environment["BROKER_TEST_LOG"] == nil ? .critical : .debug
-    let server = MQTTBrokerServer(configuration: configuration, logger: logger)
-    do {
-        let address = try await server.start()[0]
-        return (server, address)
-    } catch {
-        await server.shutdown()  // releases the directory lock if recovery got that far
-        throw error
-    }
+}
+
+/// A broker with persistence in `directory` on an ephemeral loopback port; the caller shuts it down. One that fails
+/// to start is shut down first (which releases the directory lock if recovery got that far).
+private func startPersistentBroker(
+    _ directory: String, _ configure: (inout BrokerConfiguration) -> Void = { _ in }
+) async throws -> (MQTTBrokerServer, SocketAddress) {
+    let (server, addresses) = try await startInProcessBroker(
+        loopbackBrokerConfiguration {
+            makePersistent(&$0, in: directory)
+            configure(&$0)
+        }, logger: persistenceTestLogger)
+    return (server, addresses[0])
 }
 
 /// Runs `body` against a persistent broker on `directory` and shuts the broker down afterwards, also when `body`
@@ -35,14 +41,11 @@ private func withPersistentBroker(
     _ directory: String, configure: (inout BrokerConfiguration) -> Void = { _ in },
     _ body: (MQTTBrokerServer, SocketAddress) async throws -> Void
 ) async throws {
-    let (server, address) = try await startPersistentBroker(directory, configure)
-    do {
-        try await body(server, address)
-    } catch {
-        await server.shutdown()
-        throw error
-    }
-    await server.shutdown()
+    try await withInProcessBroker(
+        {
+            makePersistent(&$0, in: directory)
+            configure(&$0)
+        }, logger: persistenceTestLogger, body)
 }
 
 /// Leaves a persistent session for `clientID` subscribed to `filter` and offline (DISCONNECT, so no will), for
@@ -56,9 +59,7 @@ private func parkSubscriber(_ address: SocketAddress, _ clientID: String, filter
 
 /// A fresh temporary directory, removed by the caller.
 private func temporaryDirectory() throws -> String {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("mqttchat-persist-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url.path
+    try makeTemporaryDirectory(prefix: "mqttchat-persist").path
 }
 
 /// What is on disk right now, as a crash would leave it: a copy of the directory (the lock is not copied as held).

@@ -6,28 +6,26 @@ import NIOPosix
 
 @testable import MQTTBroker
 
-/// Starts an in-process broker on an ephemeral loopback port for one test and always shuts it down.
+/// The broker tests' logger: silent unless `BROKER_TEST_LOG` is set, then everything.
+let brokerTestLogger: Logger = {
+    var logger = Logger(label: "mqttchat.broker.test")
+    logger.logLevel = ProcessInfo.processInfo.environment["BROKER_TEST_LOG"] == nil ? .critical : .trace
+    return logger
+}()
+
+/// Starts an in-process broker on an ephemeral loopback port for one test and always shuts it down: LiveTestSupport's
+/// ``withInProcessBroker(_:logger:eventLoopGroup:_:)`` with the broker tests' defaults (no `$SYS` publishing, which
+/// would add messages the tests do not expect; ``brokerTestLogger``).
 func withLiveBroker<T>(
     _ configure: (inout BrokerConfiguration) -> Void = { _ in },
     eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
     _ body: (MQTTBrokerServer, SocketAddress) async throws -> T
 ) async throws -> T {
-    var configuration = BrokerConfiguration()
-    configuration.listeners = [.init(host: "127.0.0.1", port: 0)]
-    configuration.sysInterval = nil
-    configure(&configuration)
-    var logger = Logger(label: "mqttchat.broker.test")
-    logger.logLevel = ProcessInfo.processInfo.environment["BROKER_TEST_LOG"] == nil ? .critical : .trace
-    let server = MQTTBrokerServer(configuration: configuration, logger: logger, eventLoopGroup: eventLoopGroup)
-    let address = try await server.start()[0]
-    do {
-        let result = try await body(server, address)
-        await server.shutdown()
-        return result
-    } catch {
-        await server.shutdown()
-        throw error
-    }
+    try await withInProcessBroker(
+        {
+            $0.sysInterval = nil
+            configure(&$0)
+        }, logger: brokerTestLogger, eventLoopGroup: eventLoopGroup, body)
 }
 
 /// ``withLiveBroker(_:eventLoopGroup:_:)`` on a group of `loops` event loops of its own, over which the broker spreads
@@ -36,13 +34,22 @@ func withLiveBroker<T>(
     loops: Int, _ configure: (inout BrokerConfiguration) -> Void = { _ in },
     _ body: (MQTTBrokerServer, SocketAddress) async throws -> T
 ) async throws -> T {
-    let group = MultiThreadedEventLoopGroup(numberOfThreads: loops)
-    do {
-        let result = try await withLiveBroker(
+    try await withEventLoopGroup(threads: loops) { group in
+        try await withLiveBroker(
             {
                 $0.eventLoopCount = loops
                 configure(&$0)
             }, eventLoopGroup: group, body)
+    }
+}
+
+/// Runs `body` with a group of `threads` event loops of its own and always shuts the group down afterwards.
+func withEventLoopGroup<T>(
+    threads: Int, _ body: (MultiThreadedEventLoopGroup) async throws -> T
+) async throws -> T {
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+    do {
+        let result = try await body(group)
         try await group.shutdownGracefully()
         return result
     } catch {

@@ -20,8 +20,7 @@ struct TLSListenerTests {
         _ configure: (inout BrokerConfiguration) -> Void = { _ in },
         _ body: (_ plain: SocketAddress, _ tls: SocketAddress) async throws -> Void
     ) async throws {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        do {
+        try await withEventLoopGroup(threads: 1) { group in
             try await withLiveBroker(
                 {
                     $0.listeners = [.init(port: 0), .init(port: 0, tls: tls)]
@@ -32,10 +31,6 @@ struct TLSListenerTests {
                 let addresses = try await server.start()
                 try await body(addresses[0], addresses[1])
             }
-            try await group.shutdownGracefully()
-        } catch {
-            try? await group.shutdownGracefully()
-            throw error
         }
     }
 
