@@ -162,6 +162,7 @@ let package = Package(
             dependencies: [
                 "MQTTBroker",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Tests/LiveTestSupport"
         ),

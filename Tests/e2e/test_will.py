@@ -106,6 +106,38 @@ def test_will_qos1_delivered_at_qos1(broker, raw_factory):
     assert (p.payload, p.qos, p.retain) == (b"q1", 1, False)
 
 
+def test_no_will_when_takeover_continues_the_session(broker, raw_factory):
+    # A client that reconnects to its persistent session has not gone away: the old connection's will is
+    # published on takeover only when the session ends with it (either connection asked for a clean session).
+    # mosquitto behaves so; a will here would make chat presence flicker offline on every reconnect.
+    topic = unique("will")
+    cid = "keep-" + topic.split("/")[-1]
+    w = _watch(broker, raw_factory, topic)
+    old = raw_factory(broker)
+    old.connect_ok(cid, clean=False, will=(topic, b"flicker", 0, False))
+    new = raw_factory(broker)
+    assert new.connect_ok(cid, clean=False)  # session present: it continues
+    assert old.closed_within(3)
+    w.expect_nothing(1.0)
+    # The will of the new connection still works when it goes away for real.
+    new.close()
+    w.expect_nothing(0.5)  # it registered none
+
+
+def test_will_on_takeover_that_ends_the_session(broker, raw_factory):
+    # The old connection had a persistent session, the new one asks for a clean one: the session ends, so the
+    # old will is published.
+    topic = unique("will")
+    cid = "end-" + topic.split("/")[-1]
+    w = _watch(broker, raw_factory, topic)
+    old = raw_factory(broker)
+    old.connect_ok(cid, clean=False, will=(topic, b"ended", 0, False))
+    new = raw_factory(broker)
+    assert not new.connect_ok(cid, clean=True)
+    assert old.closed_within(3)
+    assert w.next_publish().payload == b"ended"
+
+
 def test_will_on_takeover(broker, raw_factory):
     # MQTT-3.1.4-2: the server disconnects the existing client on takeover. The old connection is
     # closed without a DISCONNECT from that client, so its will is published (MQTT-3.1.2-8: "MUST be

@@ -301,6 +301,11 @@ final class BrokerConnectionHandler {
         armTimer()
     }
 
+    /// Forgets the will: the connection is taken over by a client that continues its session.
+    func discardWill() {
+        will = nil
+    }
+
     /// The session of a connected client. The state machine only lets packets other than CONNECT through after
     /// CONNECT was accepted, so a missing session means the connection is being torn down.
     func attachedSession() -> BrokerSession? {

@@ -66,6 +66,11 @@ enum ProtocolViolation: Sendable, Hashable, CustomStringConvertible {
     case qosNotSupported(QoS)
     /// A QoS 1/2 PUBLISH without packet identifier (the codec should never let one through).
     case missingPacketID
+    /// An acknowledgement that does not fit its delivery's flow (PUBREC or PUBCOMP for a QoS 1 delivery, PUBACK for
+    /// a QoS 2 one, PUBCOMP before PUBREL).
+    case acknowledgementOutOfFlow(OutboundAcknowledgement, packetID: UInt16)
+    /// A topic name or filter with more levels than `max_topic_levels`: hostile input, as mosquitto treats it.
+    case tooManyTopicLevels(Int)
 
     var description: String {
         switch self {
@@ -75,6 +80,9 @@ enum ProtocolViolation: Sendable, Hashable, CustomStringConvertible {
         case .invalidTopicName(let topic): return "invalid topic name \(topic.debugDescription)"
         case .qosNotSupported(let qos): return "PUBLISH with unsupported \(qos)"
         case .missingPacketID: return "QoS 1/2 PUBLISH without packet identifier"
+        case .acknowledgementOutOfFlow(let acknowledgement, let packetID):
+            return "\(acknowledgement) for packet id \(packetID) does not fit that delivery's flow"
+        case .tooManyTopicLevels(let levels): return "topic with \(levels) levels, more than max_topic_levels"
         }
     }
 }

@@ -242,17 +242,22 @@ final class BrokerCore {
 
     /// A client acknowledged an outbound PUBLISH (PUBACK, PUBREC or PUBCOMP): records it for a persistent session,
     /// advances the session's window and writes what follows (PUBREL, or queued messages that now fit).
-    func acknowledged(_ acknowledgement: OutboundAcknowledgement, packetID: UInt16, by session: BrokerSession) {
+    /// Returns the flow's verdict; the caller closes the connection when the acknowledgement does not fit its flow.
+    @discardableResult
+    func acknowledged(
+        _ acknowledgement: OutboundAcknowledgement, packetID: UInt16, by session: BrokerSession
+    ) -> OutboundFlow.AcknowledgementOutcome {
         // Recorded before the flow forgets the entry (a PUBREC before the PUBREL it causes).
         storage.outboundAcknowledged(acknowledgement, packetID: packetID, session: session)
         // Taken out, not borrowed: a write below may end in another acknowledgement's actions (a connection whose
         // output unblocks), which then find the list empty and make their own.
         var actions = acknowledgementActions
         acknowledgementActions = []
-        session.outbound.acknowledged(acknowledgement, packetID: packetID, into: &actions)
-        perform(actions, for: session)
+        let outcome = session.outbound.acknowledged(acknowledgement, packetID: packetID, into: &actions)
+        if outcome != .wrongFlow { perform(actions, for: session) }
         actions.removeAllKeepingStorage()
         acknowledgementActions = actions
+        return outcome
     }
 
     /// Writes the outcome of an outbound-flow event to the session's connection.

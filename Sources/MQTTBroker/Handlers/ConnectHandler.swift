@@ -39,7 +39,9 @@ enum ConnectHandler {
                     "sessionPresent": "\(sessionPresent)", "protocol": "\(connect.protocolVersion)",
                 ]
             )
-            connection.write(.connack(ConnAckPacket(sessionPresent: sessionPresent, returnCode: .accepted)))
+            // MQTT 3.1 has no session-present flag: that byte of its CONNACK is reserved and must be 0.
+            let flagged = sessionPresent && connect.protocolVersion != .v3_1
+            connection.write(.connack(ConnAckPacket(sessionPresent: flagged, returnCode: .accepted)))
             core.resumeDelivery(for: session)
         }
     }
@@ -75,8 +77,11 @@ enum ConnectHandler {
         {
             return .rejected(refusal)
         }
-        // Takeover: the old connection ends without DISCONNECT, so its will is published (MQTT-3.1.4-2).
+        // Takeover (MQTT-3.1.4-2): the old connection ends without DISCONNECT. Its will is published only when the
+        // session ends with it (either connection asked for a clean session), as mosquitto does: a client that
+        // reconnects to its persistent session has not gone away, and its presence must not flicker offline.
         if let existing = sessions.session(forClientID: clientID), let old = existing.connection {
+            if !existing.cleanSession && !packet.cleanSession { old.discardWill() }
             old.close(.takenOver)
         }
         let sessionPresent: Bool

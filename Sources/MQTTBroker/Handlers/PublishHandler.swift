@@ -11,6 +11,16 @@ enum PublishHandler {
             connection.close(.protocolViolation(.qosNotSupported(publish.qos)))
             return
         }
+        // A topic deeper than max_topic_levels is hostile input (mosquitto closes the connection too). A topic of
+        // N levels has at least N - 1 bytes, so short topics skip the count.
+        let maxLevels = core.configuration.maxTopicLevels
+        if publish.topic.utf8.count >= maxLevels {
+            let levels = SubscribeHandler.levelCount(of: publish.topic)
+            guard levels <= maxLevels else {
+                connection.close(.protocolViolation(.tooManyTopicLevels(levels)))
+                return
+            }
+        }
         let message = BrokerMessage(
             topic: publish.topic,
             payload: publish.payload,

@@ -1,6 +1,6 @@
 import MQTTCore
 
-/// SUBSCRIBE (MQTT 3.1.1 section 3.8): each filter validated, bounded in depth and checked against the ACL; the
+/// SUBSCRIBE (MQTT 3.1.1 section 3.8): each filter bounded in depth, validated and checked against the ACL; the
 /// subscription index changed; SUBACK with one return code per filter once durable, then the retained messages
 /// that match (MQTT-3.3.1-6).
 enum SubscribeHandler {
@@ -15,6 +15,16 @@ enum SubscribeHandler {
         var returnCodes: [SubAckReturnCode] = []
         var accepted: [(filter: String, qos: QoS)] = []
         returnCodes.reserveCapacity(subscribe.subscriptions.count)
+        // A filter deeper than max_topic_levels is hostile input: mosquitto closes the connection rather than
+        // refusing the filter. The subscription index is as deep as the deepest filter, so bounding the depth
+        // bounds the work (and the recursion) of every later match and removal.
+        for request in subscribe.subscriptions {
+            let levels = levelCount(of: request.topicFilter)
+            guard levels <= core.configuration.maxTopicLevels else {
+                connection.close(.protocolViolation(.tooManyTopicLevels(levels)))
+                return
+            }
+        }
         for request in subscribe.subscriptions {
             guard let refusal = refusal(of: request.topicFilter, session: session, core: core) else {
                 let granted = min(request.qos, core.configuration.maxQoS)
@@ -42,11 +52,6 @@ enum SubscribeHandler {
             try MQTTTopic.validateFilter(filter)
         } catch {
             return "\(error)"
-        }
-        // The subscription index is as deep as the deepest filter; bounding the depth bounds the work (and the
-        // recursion) of every later match and removal.
-        guard levelCount(of: filter) <= core.configuration.maxTopicLevels else {
-            return "more than max_topic_levels (\(core.configuration.maxTopicLevels)) levels"
         }
         // The whole filter must be readable (ClientAccessPolicy.maySubscribe).
         guard session.accessPolicy.maySubscribe(to: filter) else { return "acl denies read" }

@@ -61,8 +61,10 @@ final class NoPersistence: BrokerPersistence {
         _ message: consuming BrokerMessage, from session: BrokerSession, routable: Bool,
         acknowledgement: MQTTAcknowledgement?, via connection: BrokerConnectionHandler
     ) {
-        if routable { connection.core.route(message, from: connection) }
+        // The acknowledgement first: a client subscribed to its own topic gets its PUBACK / PUBREC before the
+        // copy of its message, as from mosquitto. Both leave in the same flush.
         if let acknowledgement { connection.writeAcknowledgement(acknowledgement) }
+        if routable { connection.core.route(message, from: connection) }
     }
 
     func writeWhenDurable(_ acknowledgement: MQTTAcknowledgement, via connection: BrokerConnectionHandler) {

@@ -52,8 +52,8 @@ extension PersistenceStore {
         let origin = session.cleanSession ? nil : qos2PacketID.map { StoredMessage.Origin(clientID: session.clientID, packetID: $0) }
         let logMessage = routable && message.qos != .atMostOnce && (message.retain || persistentSessionCount > 0)
         if !logMessage, origin == nil, !hasWaiters {
+            acknowledge()  // ahead of the publisher's own copy, as in ``NoPersistence``
             if routable { core.route(message, from: publisher) }
-            acknowledge()
             return
         }
         var message = message
@@ -69,8 +69,8 @@ extension PersistenceStore {
             append(.inboundReceived(clientID: origin.clientID, packetID: origin.packetID))
         }
         whenDurable(pendingMessage: pending) { [message] in
+            acknowledge()  // ahead of the publisher's own copy, as in ``NoPersistence``
             if routable { core.route(message, from: publisher) }
-            acknowledge()
         }
     }
 

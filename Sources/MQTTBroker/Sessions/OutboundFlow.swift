@@ -46,6 +46,17 @@ enum OutboundAcknowledgement: Sendable, Hashable {
 /// they entered it, so order per topic and QoS is kept (MQTT-4.6.0-6).
 struct OutboundFlow: Sendable {
     /// Where an outbound QoS 1/2 message stands.
+    /// What an acknowledgement from the client did to the window.
+    enum AcknowledgementOutcome: Sendable, Hashable {
+        /// It completed or advanced the delivery it names.
+        case accepted
+        /// No delivery has that packet id (a late duplicate, or state lost in a restart): ignored.
+        case unknownPacketID
+        /// It does not fit the delivery's flow (PUBREC or PUBCOMP for QoS 1, PUBACK for QoS 2, PUBCOMP before
+        /// PUBREL): a protocol violation.
+        case wrongFlow
+    }
+
     enum InflightState: Sendable, Hashable {
         /// QoS 1 sent; waiting for PUBACK.
         case awaitingPubAck
@@ -64,10 +75,19 @@ struct OutboundFlow: Sendable {
 
         /// PUBREC arrived: when the entry awaits one, it now awaits PUBCOMP and drops its payload (only the
         /// identifier and the order matter from here on). Mutating, so the window changes the entry in place.
-        mutating func advanceToPubComp() {
-            guard state == .awaitingPubRec else { return }
-            state = .awaitingPubComp
-            delivery.message.payload = ByteBuffer()
+        /// PUBREC arrived: a QoS 2 delivery waits for PUBCOMP next (a repeated PUBREC changes nothing). Returns
+        /// false when the delivery is QoS 1, which PUBREC does not answer.
+        mutating func advanceToPubComp() -> Bool {
+            switch state {
+            case .awaitingPubAck:
+                return false
+            case .awaitingPubRec:
+                state = .awaitingPubComp
+                delivery.message.payload = ByteBuffer()
+                return true
+            case .awaitingPubComp:
+                return true
+            }
         }
     }
 
@@ -159,16 +179,23 @@ struct OutboundFlow: Sendable {
     /// messages into the window; PUBREC is answered with PUBREL, also for an unknown identifier, so a client that
     /// lost track can still finish its exchange. What to write is appended to `actions`: the broker passes one list
     /// it keeps, so an acknowledgement allocates no list of its own.
-    mutating func acknowledged(_ acknowledgement: OutboundAcknowledgement, packetID: UInt16, into actions: inout [OutboundAction]) {
+    @discardableResult
+    mutating func acknowledged(
+        _ acknowledgement: OutboundAcknowledgement, packetID: UInt16, into actions: inout [OutboundAction]
+    ) -> AcknowledgementOutcome {
         switch acknowledgement {
         case .puback:
-            completeInflight(packetID: packetID, awaiting: .awaitingPubAck, into: &actions)
+            return completeInflight(packetID: packetID, awaiting: .awaitingPubAck, into: &actions)
         case .pubrec:
             // In place: one lookup, and the entry is neither copied out nor back (a mutating call on the element).
-            inflight.modifyValue(forKey: packetID) { $0.advanceToPubComp() }
+            var fits = true
+            let known = inflight.modifyValue(forKey: packetID) { fits = $0.advanceToPubComp() }
+            guard fits else { return .wrongFlow }
+            // An unknown id is still released, as mosquitto does: the client may have kept state the broker lost.
             actions.append(.pubrel(packetID))
+            return known ? .accepted : .unknownPacketID
         case .pubcomp:
-            completeInflight(packetID: packetID, awaiting: .awaitingPubComp, into: &actions)
+            return completeInflight(packetID: packetID, awaiting: .awaitingPubComp, into: &actions)
         }
     }
 
@@ -197,14 +224,18 @@ struct OutboundFlow: Sendable {
     ///
     /// The entry is moved out of the window, not copied (reading its state through the dictionary would copy the
     /// whole delivery, retaining its topic and payload, on every acknowledgement). An acknowledgement in the wrong
-    /// state, which only a confused client sends, puts it back.
-    private mutating func completeInflight(packetID: UInt16, awaiting state: InflightState, into actions: inout [OutboundAction]) {
-        guard let entry = inflight.removeValue(forKey: packetID) else { return }
+    /// state (PUBACK for QoS 2, PUBCOMP for QoS 1 or before PUBREL) puts it back and is reported: the connection
+    /// is closed for it, as mosquitto does.
+    private mutating func completeInflight(
+        packetID: UInt16, awaiting state: InflightState, into actions: inout [OutboundAction]
+    ) -> AcknowledgementOutcome {
+        guard let entry = inflight.removeValue(forKey: packetID) else { return .unknownPacketID }
         guard entry.state == state else {
             inflight[packetID] = entry
-            return
+            return .wrongFlow
         }
         drainQueue(into: &actions)
+        return .accepted
     }
 
     /// The client is (again) connected: re-send every unacknowledged PUBLISH with DUP set and every pending PUBREL,

@@ -108,7 +108,7 @@ struct MultiLoopBrokerTests {
         }
     }
 
-    @Test("takeover by a connection on another loop while QoS 1 messages flow: will published, nothing acknowledged is lost")
+    @Test("takeover by a connection on another loop while QoS 1 messages flow: the session continues without a will, nothing acknowledged is lost")
     func takeoverAcrossLoops() async throws {
         try await withFourLoopBroker { server, address in
             let (watcher, _) = try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "watcher"))
@@ -166,8 +166,9 @@ struct MultiLoopBrokerTests {
             let firstCopies = newReceived.filter { seen.insert($0).inserted }
             #expect(firstCopies == firstCopies.sorted())
 
-            let willMessage = try await watcher.nextPublish()
-            #expect(willMessage.topic == "wills/dup" && String(buffer: willMessage.payload) == "old gone")
+            // The session continued on the new connection, so the old will is not published (as mosquitto).
+            let willMessage = try? await watcher.nextPublish(timeout: .milliseconds(500))
+            #expect(willMessage == nil)
             for client in [watcher, publisher, new] { await client.close() }
         }
     }

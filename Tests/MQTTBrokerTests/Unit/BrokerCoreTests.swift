@@ -68,7 +68,7 @@ struct BrokerCoreTests {
         #expect(broker.core.retainedStore.message(forTopic: "wills/rude") != nil)
     }
 
-    @Test("a second connection with the same client identifier takes over; the old will is published")
+    @Test("a second connection with the same client identifier takes over its persistent session; no will, as mosquitto")
     func takeover() throws {
         let broker = EmbeddedBroker()
         let (watcher, _) = try broker.connect(ConnectPacket(clientIdentifier: "w"))
@@ -82,13 +82,27 @@ struct BrokerCoreTests {
         #expect(!old.isActive)
         #expect(new.isActive)
         #expect(connack == ConnAckPacket(sessionPresent: true, returnCode: .accepted))
-        #expect(try watcher.receivedPublishes().map { String(buffer: $0.payload) } == ["old"])
+        // The session continues, so the client has not gone away: no will.
+        #expect(try watcher.receivedPublishes().isEmpty)
         #expect(broker.core.connectedClientCount == 2)
         #expect(broker.core.sessionCount == 2)
 
         // The session (and its subscription) moved to the new connection.
         try watcher.send(.publish(PublishPacket(topic: "inbox/dup", payload: payload("hi"), qos: .atLeastOnce, packetID: 9)))
         #expect(try new.receivedPublishes().map { String(buffer: $0.payload) } == ["hi"])
+    }
+
+    @Test("a takeover that ends the session (the new connection asks for a clean one) publishes the old will")
+    func takeoverEndingTheSession() throws {
+        let broker = EmbeddedBroker()
+        let (watcher, _) = try broker.connect(ConnectPacket(clientIdentifier: "w"))
+        _ = try subscribe(watcher, "wills/#", qos: .atMostOnce)
+        let first = ConnectPacket(cleanSession: false, clientIdentifier: "dup", will: .init(topic: "wills/dup", payload: payload("old")))
+        let (old, _) = try broker.connect(first)
+        let (new, connack) = try broker.connect(ConnectPacket(cleanSession: true, clientIdentifier: "dup"))
+        #expect(!old.isActive && new.isActive)
+        #expect(connack == ConnAckPacket(sessionPresent: false, returnCode: .accepted))
+        #expect(try watcher.receivedPublishes().map { String(buffer: $0.payload) } == ["old"])
     }
 
     @Test("a re-sent QoS 2 PUBLISH is forwarded once; PUBREL is answered with PUBCOMP even for unknown ids")

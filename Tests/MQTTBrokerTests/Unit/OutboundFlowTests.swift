@@ -45,6 +45,34 @@ struct OutboundFlowTests {
         #expect(flow.queuedCount == 1)
     }
 
+    @Test("an acknowledgement that does not fit its delivery's flow is reported and changes nothing")
+    func acknowledgementOutOfFlow() {
+        var flow = OutboundFlow(maxInflight: 4, maxQueued: 10)
+        _ = flow.resume()
+        guard case .send(let q1) = flow.enqueue(message(1), qos: .atLeastOnce, retain: false), let id1 = q1.packetID,
+            case .send(let q2) = flow.enqueue(message(2, qos: .exactlyOnce), qos: .exactlyOnce, retain: false),
+            let id2 = q2.packetID
+        else {
+            Issue.record("both messages should be sent at once")
+            return
+        }
+        var actions: [OutboundAction] = []
+        #expect(flow.acknowledged(.pubrec, packetID: id1, into: &actions) == .wrongFlow)  // PUBREC for QoS 1
+        #expect(flow.acknowledged(.pubcomp, packetID: id1, into: &actions) == .wrongFlow)  // PUBCOMP for QoS 1
+        #expect(flow.acknowledged(.puback, packetID: id2, into: &actions) == .wrongFlow)  // PUBACK for QoS 2
+        #expect(flow.acknowledged(.pubcomp, packetID: id2, into: &actions) == .wrongFlow)  // PUBCOMP before PUBREL
+        #expect(actions.isEmpty)
+        #expect(flow.inflightCount == 2)
+        // The right ones still complete both flows; a repeated PUBREC is answered again; unknown ids are ignored.
+        #expect(flow.acknowledged(.puback, packetID: id1, into: &actions) == .accepted)
+        #expect(flow.acknowledged(.pubrec, packetID: id2, into: &actions) == .accepted)
+        #expect(flow.acknowledged(.pubrec, packetID: id2, into: &actions) == .accepted)
+        #expect(actions == [.pubrel(id2), .pubrel(id2)])
+        #expect(flow.acknowledged(.pubcomp, packetID: id2, into: &actions) == .accepted)
+        #expect(flow.acknowledged(.puback, packetID: 999, into: &actions) == .unknownPacketID)
+        #expect(flow.inflightCount == 0)
+    }
+
     @Test("a new message queues behind older queued ones even when the window has room (order per topic)")
     func newMessagesDoNotOvertakeQueue() {
         var flow = OutboundFlow(maxInflight: 1, maxQueued: 10)
