@@ -40,7 +40,7 @@ public struct ProcessResult: Sendable {
     public var output: String
 }
 
-/// Runs an executable with arguments, stopping it (`terminate()`) if it still runs after `timeout`. The wait sleeps
+/// Runs an executable with arguments, killing it if it still runs after `timeout`. The wait sleeps
 /// rather than blocks, so the (2-thread) cooperative pool keeps serving the other tests.
 public func runProcess(_ path: String, _ arguments: [String], timeout: Duration = .seconds(15)) async throws -> ProcessResult {
     let process = Process()
@@ -62,7 +62,9 @@ public func runProcess(_ path: String, _ arguments: [String], timeout: Duration 
         try await Task.sleep(for: .milliseconds(20))
     }
     if process.isRunning {
-        process.terminate()
+        // SIGKILL, not terminate(): processes started by the test runner may have SIGTERM blocked, and a wait
+        // for one that ignores it would never end.
+        kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
     let data = try Data(contentsOf: outputURL)
