@@ -341,7 +341,8 @@ final class ClientEngine: Sendable {
                 } ?? []
             let message = MQTTMessage(
                 topic: String(cString: topicPointer), payload: payload,
-                qos: QoS(rawValue: UInt8(clamping: raw.qos)) ?? .atMostOnce, retain: raw.retain)
+                qos: QoS(rawValue: UInt8(clamping: raw.qos)) ?? .atMostOnce, retain: raw.retain,
+                messageID: UInt16(clamping: raw.mid))
             engine.deliver(message)
         }
     }

@@ -27,6 +27,8 @@ public struct MQTTClientConfiguration: Sendable {
     /// How many QoS 1/2 publishes are accepted while disconnected; beyond that `publish` throws
     /// ``MQTTClientError/offlineQueueFull``.
     public var offlineQueueLimit: Int = 1000
+    /// Whether to disable Nagle's algorithm (`TCP_NODELAY`): lower latency for small packets, possibly more of them.
+    public var tcpNoDelay: Bool = false
     /// What to do after an established connection is lost.
     public var reconnect: ReconnectPolicy = .exponential()
 

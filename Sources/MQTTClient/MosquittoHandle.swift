@@ -40,6 +40,9 @@ final class MosquittoHandle: @unchecked Sendable {
         case .v5: version = Int32(MQTT_PROTOCOL_V5)
         }
         try check(mosquitto_int_option(pointer, MOSQ_OPT_PROTOCOL_VERSION, version), "protocol version")
+        if configuration.tcpNoDelay {
+            try check(mosquitto_int_option(pointer, MOSQ_OPT_TCP_NODELAY, 1), "TCP_NODELAY")
+        }
         try check(
             mosquitto_max_inflight_messages_set(pointer, UInt32(clamping: configuration.maxInflightMessages)),
             "maxInflightMessages")

@@ -10,7 +10,9 @@ struct BrokerCommand: AsyncParsableCommand {
         commandName: "broker",
         abstract: "Run the mqttchat MQTT broker (mosquitto-style config file).",
         discussion: """
-            Without a config file the broker listens on 127.0.0.1:1883 only, as mosquitto 2 does.
+            Without a config file the broker listens on 127.0.0.1:1883 only, as mosquitto 2 does. \
+            Exit codes: 0 stopped, 64 usage, 71 cannot listen, 74 persistence unrecoverable, \
+            78 configuration file missing, unreadable or invalid.
             The shipped, commented example is broker-config/mqttchat.conf.
             """
     )
@@ -24,6 +26,11 @@ struct BrokerCommand: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Log at debug level.")
     var verbose = false
 
+    func validate() throws {
+        // Here rather than in run(), so ArgumentParser shows this subcommand's usage, not the top-level one.
+        if let port, !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535") }
+    }
+
     func run() async throws {
         var settings = BrokerSettings()
         if let configFile {
@@ -33,17 +40,21 @@ struct BrokerCommand: AsyncParsableCommand {
                 Console.error("mqttchat broker: \(error)")
                 throw CLIExitCode.configInvalid.exitCode
             }
+            for warning in settings.warnings { Console.error("mqttchat broker: warning: \(warning)") }
         }
         if let port {
-            guard (0...65535).contains(port) else {
-                throw ValidationError("--port must be between 0 and 65535")
-            }
             settings.configuration.listeners = [.init(host: "127.0.0.1", port: port)]
         }
         if verbose {
             settings.logLevel = .debug
         }
-        let logger = LogSetup.bootstrap(level: settings.logLevel, destination: settings.logDestination)
+        let logger: Logger
+        do {
+            logger = try LogSetup.bootstrap(level: settings.logLevel, destination: settings.logDestination)
+        } catch {
+            Console.error("mqttchat broker: \(error.message)")
+            throw CLIExitCode.configInvalid.exitCode
+        }
 
         let broker = MQTTBrokerServer(configuration: settings.configuration, logger: logger)
         let addresses: [String]

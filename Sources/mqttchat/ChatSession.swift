@@ -89,6 +89,11 @@ struct ChatSession: Sendable {
             }
         case .direct(let user, let text):
             guard let recipient = try? UserID(user) else { return Console.line("* /dm: '\(user)' is not a valid user id") }
+            if await client.isOnline(recipient) != true {
+                // Still sent: QoS 1 to the inbox is kept for a recipient whose session is persistent (a client
+                // that subscribed with clean session off); chat clients themselves use clean sessions.
+                Console.line("* no user '\(user)' is online; sending anyway (only a persistent session receives it)")
+            }
             await report { () throws(ChatError) in
                 Console.line(ChatLineFormat.live(try await client.sendDirect(text: text, to: recipient)))
             }

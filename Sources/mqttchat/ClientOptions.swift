@@ -9,8 +9,14 @@ struct ClientOptions: ParsableArguments {
     @Option(name: [.customShort("h"), .long], help: "Broker host.")
     var host = "127.0.0.1"
 
-    @Option(name: [.customShort("p"), .long], help: "Broker port.")
-    var port = 1883
+    @Option(name: [.customShort("p"), .customLong("port")], help: "Broker port (default 1883, 8883 with TLS).")
+    var explicitPort: Int?
+
+    /// The port to connect to without TLS.
+    var port: Int { port(tls: false) }
+
+    /// `-p`, or mosquitto's default for plain MQTT (1883) or MQTT over TLS (8883).
+    func port(tls: Bool) -> Int { explicitPort ?? (tls ? 8883 : 1883) }
 
     @Option(name: [.customShort("u"), .long], help: "User name for broker authentication.")
     var username: String?
@@ -28,7 +34,7 @@ struct ClientOptions: ParsableArguments {
     var connectTimeout: Double = 10
 
     func validate() throws {
-        guard (1...65535).contains(port) else { throw ValidationError("-p must be a port between 1 and 65535") }
+        if let explicitPort, !(1...65535).contains(explicitPort) { throw ValidationError("-p must be a port between 1 and 65535") }
         guard (5...65535).contains(keepalive) else { throw ValidationError("-k must be between 5 and 65535 seconds") }
         guard connectTimeout > 0 else { throw ValidationError("--connect-timeout must be positive") }
         if password != nil, username == nil { throw ValidationError("-P needs -u") }
@@ -44,8 +50,8 @@ struct ClientOptions: ParsableArguments {
     }
 
     /// The MQTT client configuration these options describe.
-    func configuration(clientID: String, reconnect: ReconnectPolicy) -> MQTTClientConfiguration {
-        var configuration = MQTTClientConfiguration(clientID: clientID, host: host, port: port)
+    func configuration(clientID: String, reconnect: ReconnectPolicy, tls: Bool = false) -> MQTTClientConfiguration {
+        var configuration = MQTTClientConfiguration(clientID: clientID, host: host, port: port(tls: tls))
         configuration.username = username
         configuration.password = password
         configuration.keepAlive = .seconds(keepalive)
@@ -54,5 +60,8 @@ struct ClientOptions: ParsableArguments {
     }
 
     /// `host:port`, for messages.
-    var address: String { "\(host):\(port)" }
+    var address: String { address(tls: false) }
+
+    /// `host:port` with the port a TLS connection would use when `tls` is set, for messages.
+    func address(tls: Bool) -> String { "\(host):\(port(tls: tls))" }
 }

@@ -12,12 +12,15 @@ struct PublishCommand: AsyncParsableCommand {
         discussion: """
             Give exactly one payload: -m, -f, -l, -n, --chat-text, --chat-gift, or --delimited -f FILE. \
             With --room and --name, -l sends every line as a chat text. Chat envelopes go to the room's topic \
-            (mqttchat/rooms/ROOM/messages). Exit codes: 0 sent, 64 usage, 65 invalid topic/room/name or \
-            malformed stream, 66 unreadable file, 69 broker unreachable, 77 authentication refused.
+            (mqttchat/rooms/ROOM/messages). Will, -c, --nodelay, TLS and -V work as in mosquitto_pub; MQTT 5 \
+            (-V mqttv5, -x, -D) is refused with exit 64. Exit codes: 0 sent, 64 usage, 65 invalid \
+            topic/room/name or malformed stream, 66 unreadable file, 69 broker unreachable, 77 authentication refused.
             """,
         helpNames: [.long])
 
     @OptionGroup var connection: ClientOptions
+
+    @OptionGroup(title: "Will, session, TLS and protocol (as mosquitto_pub)") var flags: MosquittoFlags
 
     @Option(name: [.customShort("t"), .long], help: "Topic to publish to.")
     var topic: String?
@@ -82,7 +85,7 @@ struct PublishCommand: AsyncParsableCommand {
         try await CLIFailure.reporting("publish") {
             let plan = try makePlan()
             let client = try await MQTTConnection.open(
-                connection, clientID: connection.clientID(defaultPrefix: "mqttchat-pub"), reconnect: .disabled)
+                connection, flags, clientID: connection.clientID(defaultPrefix: "mqttchat-pub"), reconnect: .disabled)
             do {
                 switch plan {
                 case .messages(let messages):
@@ -102,7 +105,7 @@ struct PublishCommand: AsyncParsableCommand {
         do {
             try await client.publish(topic: message.topic, payload: message.payload, qos: message.qos, retain: message.retain)
         } catch {
-            throw CLIFailure(error, address: connection.address)
+            throw CLIFailure(error, address: connection.address(tls: flags.usesTLS))
         }
         if debug {
             Console.error("Published to \(message.topic) (QoS \(message.qos.rawValue), \(message.payload.count) bytes)")

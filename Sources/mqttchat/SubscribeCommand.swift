@@ -10,12 +10,16 @@ struct SubscribeCommand: AsyncParsableCommand {
         commandName: "subscribe",
         abstract: "Subscribe to topics and print what arrives (chat envelopes decoded).",
         discussion: """
-            Exit codes: 0 done, 27 timeout (-W), 64 usage, 65 invalid topic, 69 broker unreachable, \
-            77 authentication or subscription refused.
+            -F FORMAT prints each message as mosquitto_sub -F does (%t %p %q %r %m %l %x %X %I %U %j %J %%, \
+            @ strftime codes, \\ \n \t ... escapes). Will, -c, --nodelay, TLS and -V work as in mosquitto_sub; \
+            MQTT 5 (-V mqttv5, -x, -D) is refused with exit 64. Exit codes: 0 done, 27 timeout (-W), 64 usage, \
+            65 invalid topic filter, 69 broker unreachable, 77 authentication or subscription refused.
             """,
         helpNames: [.long])
 
     @OptionGroup var connection: ClientOptions
+
+    @OptionGroup(title: "Will, session, TLS and protocol (as mosquitto_sub)") var flags: MosquittoFlags
 
     @Option(name: [.customShort("t"), .long], help: "Topic filter to subscribe to (repeatable).")
     var topic: [String] = []
@@ -38,22 +42,45 @@ struct SubscribeCommand: AsyncParsableCommand {
     @Option(help: "Output format: text, json (one object per line) or delimited (length-prefixed envelopes).")
     var format: SubscribeOutputFormat = .text
 
+    @Option(name: .customShort("F"), help: "Print each message in this mosquitto_sub format (e.g. '%t %q %p').")
+    var mosquittoFormat: String?
+
+    @Flag(help: "Indented JSON for --format json and -F %j / %J.")
+    var pretty = false
+
+    @Flag(name: .customShort("N"), help: "Do not end each printed message with a newline.")
+    var noEndOfLine = false
+
     func validate() throws {
         guard !topic.isEmpty else { throw ValidationError("at least one -t TOPIC is required") }
         guard QoS(rawValue: UInt8(clamping: qos)) != nil, qos >= 0 else { throw ValidationError("-q must be 0, 1 or 2") }
         if let count, count < 1 { throw ValidationError("-C must be at least 1") }
         if let timeout, timeout <= 0 { throw ValidationError("-W must be positive") }
+        if mosquittoFormat != nil, format != .text { throw ValidationError("-F cannot be combined with --format \(format)") }
+        _ = try parsedFormat()
+    }
+
+    /// `-F`, parsed; mosquitto_sub's own words when it is malformed.
+    private func parsedFormat() throws(ValidationError) -> MosquittoFormat? {
+        guard let mosquittoFormat else { return nil }
+        do { return try MosquittoFormat(mosquittoFormat, pretty: pretty) } catch {
+            throw ValidationError("-F: \(error.message)")
+        }
     }
 
     func run() async throws {
         try await CLIFailure.reporting("subscribe") {
             let started = ContinuousClock.now
+            for filter in topic { try TopicFilterCheck.check(filter) }
+            var stream: AsyncStream<MQTTMessage>?
             let client = try await MQTTConnection.open(
-                connection, clientID: connection.clientID(defaultPrefix: "mqttchat-sub"), reconnect: .exponential())
-            if debug { Console.error("Connected to \(connection.address)") }
+                connection, flags, clientID: connection.clientID(defaultPrefix: "mqttchat-sub"), reconnect: .exponential()
+            ) { stream = $0.messages() }
+            let messages = stream ?? client.messages()
+            if debug { Console.error("Connected to \(connection.address(tls: flags.usesTLS))") }
             let outcome: SubscribeOutcome
             do {
-                outcome = try await receive(client, started: started)
+                outcome = try await receive(client, messages, started: started)
             } catch {
                 await client.disconnect()
                 throw error
@@ -67,20 +94,23 @@ struct SubscribeCommand: AsyncParsableCommand {
     }
 
     /// Subscribes, then prints messages until `-C` is reached, `-W` runs out or the client goes away.
-    private func receive(_ client: MQTTClient, started: ContinuousClock.Instant) async throws(CLIFailure)
-        -> SubscribeOutcome
-    {
-        let messages = client.messages()  // before SUBSCRIBE, so nothing (e.g. retained) is missed
+    /// `messages` was created before CONNECT, so nothing (queued for a persistent session, retained) is missed.
+    private func receive(
+        _ client: MQTTClient, _ messages: AsyncStream<MQTTMessage>, started: ContinuousClock.Instant
+    ) async throws(CLIFailure) -> SubscribeOutcome {
         let level = QoS(rawValue: UInt8(clamping: qos)) ?? .atMostOnce
         for filter in topic {
             do {
                 let granted = try await client.subscribe(filter, qos: level)
                 if debug { Console.error("Subscribed to \(filter) (granted QoS \(granted.rawValue))") }
             } catch {
-                throw CLIFailure(error, address: connection.address)
+                throw CLIFailure(error, address: connection.address(tls: flags.usesTLS))
             }
         }
-        let printer = SubscribePrinter(format: format, verbose: verbose)
+        let custom: MosquittoFormat?
+        do { custom = try parsedFormat() } catch { throw CLIFailure(.usage, error.message) }
+        let printer = SubscribePrinter(
+            format: format, verbose: verbose, custom: custom, pretty: pretty, endOfLine: !noEndOfLine)
         let limit = count
         let deadline = timeout.map { started + .milliseconds(Int64(($0 * 1000).rounded())) }
         return await withTaskGroup(of: SubscribeOutcome.self) { group in
@@ -132,29 +162,37 @@ final class SubscribePrinter: @unchecked Sendable {
     // @unchecked: only the single receiving task calls `print`; `printedCount` is read under `lock`.
     private let format: SubscribeOutputFormat
     private let verbose: Bool
+    private let custom: MosquittoFormat?
+    private let endOfLine: [UInt8]
     private let lock = NSLock()
     private var printed = 0
     private var warnedAboutRaw = false
-    private let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
+    private let encoder = JSONEncoder()
 
-    init(format: SubscribeOutputFormat, verbose: Bool) {
+    init(format: SubscribeOutputFormat, verbose: Bool, custom: MosquittoFormat?, pretty: Bool, endOfLine: Bool) {
         self.format = format
         self.verbose = verbose
+        self.custom = custom
+        self.endOfLine = endOfLine ? [0x0A] : []
+        encoder.outputFormatting = pretty ? [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
+            : [.sortedKeys, .withoutEscapingSlashes]
     }
 
     /// How many messages were handled so far.
     var printedCount: Int { lock.withLock { printed } }
 
     func print(_ message: MQTTMessage) {
+        if let custom {
+            // mosquitto_sub -F: the payload as raw bytes, no chat decoding, exactly what mosquitto prints.
+            if let bytes = custom.render(message, at: MosquittoFormat.now()) { Console.bytes(bytes + endOfLine) }
+            lock.withLock { printed += 1 }
+            return
+        }
         let envelope = ChatPayload.envelope(topic: message.topic, payload: message.payload)
         switch format {
         case .text:
             let body = envelope.flatMap(EnvelopeSummary.init).map(\.line) ?? ChatPayload.rawText(message.payload).text
-            Console.line(verbose ? "\(message.topic) \(body)" : body)
+            Console.bytes(Array((verbose ? "\(message.topic) \(body)" : body).utf8) + endOfLine)
         case .json:
             Console.line(json(message, envelope: envelope))
         case .delimited:
@@ -211,5 +249,27 @@ enum Varint {
             bytes.append(rest == 0 ? low : low | 0x80)
         } while rest != 0
         return bytes
+    }
+}
+
+/// Checks topic filters before connecting, so a bad one fails with its reason (exit 65) rather than a bare
+/// libmosquitto refusal.
+enum TopicFilterCheck {
+    /// Throws, with the reason, when `filter` is not a valid MQTT 3.1.1 topic filter (sections 4.7.1 and 4.7.3).
+    static func check(_ filter: String) throws(CLIFailure) {
+        func invalid(_ reason: String) -> CLIFailure { CLIFailure(.dataError, "invalid topic '\(filter)': \(reason)") }
+        if filter.isEmpty { throw invalid("it is empty") }
+        if filter.utf8.contains(0) { throw invalid("it contains U+0000") }
+        if filter.utf8.count > 65535 { throw invalid("it is \(filter.utf8.count) bytes long, the limit is 65535") }
+        let levels = filter.split(separator: "/", omittingEmptySubsequences: false)
+        for (index, level) in levels.enumerated() {
+            if level.contains("#") {
+                if level != "#" { throw invalid("'#' must be a whole level (e.g. 'a/#'), not part of '\(level)'") }
+                if index != levels.count - 1 { throw invalid("'#' must be the last level of a filter") }
+            }
+            if level.contains("+"), level != "+" {
+                throw invalid("'+' must be a whole level (e.g. 'a/+/b'), not part of '\(level)'")
+            }
+        }
     }
 }

@@ -38,6 +38,19 @@ def test_cli_invalid_subscription_filter_65(broker):
     assert "invalid topic 'a/#/b'" in r.stderr
 
 
+@pytest.mark.parametrize("topic_filter, reason", [
+    ("a/#/b", "'#' must be the last level of a filter"),
+    ("a/b#", "'#' must be a whole level (e.g. 'a/#'), not part of 'b#'"),
+    ("a/b+/c", "'+' must be a whole level (e.g. 'a/+/b'), not part of 'b+'"),
+    ("", "it is empty"),
+])
+def test_cli_invalid_subscription_filter_gives_reason_before_connecting(topic_filter, reason):
+    port = free_port()  # nothing listens: the filter is refused before any connection attempt
+    r = run_cli("subscribe", "-p", str(port), "-t", topic_filter, "-W", "5")
+    assert r.returncode == 65, (r.returncode, r.stderr)
+    assert r.stderr.strip() == f"mqttchat subscribe: invalid topic '{topic_filter}': {reason}"
+
+
 @pytest.mark.parametrize("args", [
     ["publish", "-m", "no topic"],
     ["publish", "-t", "x", "-m", "a", "-n"],

@@ -1,11 +1,11 @@
 /// Why a broker configuration file could not be used. Every case names the file and line.
 public enum BrokerConfigError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The file could not be read (missing, unreadable, not UTF-8).
+    /// The file could not be read; `reason` is short: "no such file", "permission denied", "not UTF-8 text", …
     case unreadable(path: String, reason: String)
     /// The line names an option this broker does not know.
     case unknownOption(source: String, line: Int, option: String)
-    /// The option is known from mosquitto but this broker does not implement it yet; refusing it
-    /// is safer than silently running without (for example) authentication.
+    /// The option (or, as in `log_dest syslog`, the option with that value) is a mosquitto option this broker
+    /// does not implement; refusing it is safer than silently running without (for example) authentication.
     case unsupportedOption(source: String, line: Int, option: String)
     /// The option needs a value (or more values) than the line has.
     case missingValue(source: String, line: Int, option: String)
@@ -23,11 +23,11 @@ public enum BrokerConfigError: Error, Sendable, Hashable, CustomStringConvertibl
     public var description: String {
         switch self {
         case .unreadable(let path, let reason):
-            return "cannot read config file \(path): \(reason)"
+            return "cannot read \(path): \(reason)"
         case .unknownOption(let source, let line, let option):
             return "\(source):\(line): unknown option '\(option)'"
         case .unsupportedOption(let source, let line, let option):
-            return "\(source):\(line): option '\(option)' is not supported by this broker yet"
+            return "mosquitto option not supported by mqttchat: \(option) (\(source):\(line))"
         case .missingValue(let source, let line, let option):
             return "\(source):\(line): option '\(option)' needs a value"
         case .extraValues(let source, let line, let option):

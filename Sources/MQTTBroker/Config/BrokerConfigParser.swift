@@ -10,8 +10,9 @@ import NIOCore
 /// Departures from mosquitto, all deliberate:
 /// - `listener PORT` without a bind address binds to 127.0.0.1 only (mosquitto binds every
 ///   interface); write `listener PORT 0.0.0.0` to listen everywhere.
-/// - Options mosquitto knows but this broker does not implement yet are refused with an
-///   error instead of being ignored, so a config never silently loses a security setting.
+/// - Options mosquitto knows but this broker does not implement are refused with an error instead of being
+///   ignored, so a config never silently loses a security setting; the few whose absence is harmless are
+///   accepted with a warning (``MosquittoOptionCatalog`` lists every option and why).
 /// - `connect_timeout SECONDS`, `max_topic_levels N`, `threads N|auto` and `log_level LEVEL` exist only here, and so do
 ///   the flow-control keys `max_pending_output_bytes N`, `slow_consumer_timeout SECONDS` and
 ///   `backpressure_stall_ms MILLISECONDS`, the memory key `park_idle_connections_after_ms MILLISECONDS`, and
@@ -25,67 +26,84 @@ import NIOCore
 public enum BrokerConfigParser {
     /// Reads and parses the file at `path`.
     public static func load(path: String) throws(BrokerConfigError) -> BrokerSettings {
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw .unreadable(path: path, reason: String(describing: error))
-        }
-        return try parse(text, source: path)
+        var state = ParseState()
+        try state.consume(try ConfigFileReader.text(of: path), source: path, isMain: true)
+        return try state.finish()
     }
 
     /// Parses configuration text; `source` names it in errors.
     public static func parse(_ text: String, source: String = "<config>") throws(BrokerConfigError) -> BrokerSettings {
+        var state = ParseState()
+        try state.consume(text, source: source, isMain: true)
+        return try state.finish()
+    }
+
+    /// Everything gathered while reading the main file and the files of its `include_dir`.
+    private struct ParseState {
         var settings = BrokerSettings()
         var listeners: [BrokerConfiguration.Listener] = []
         var logTypeLevel: Logger.Level?
         var anonymousSet = false
         var tlsDrafts: [Int: ListenerTLSDraft] = [:]  // by listener index
         var persistenceLines = PersistenceConfigLines()
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = ConfigLine(rawLine, source: source, number: index + 1)
-            guard let option = line.option else { continue }
-            anonymousSet = anonymousSet || option == "allow_anonymous"
-            if ListenerTLSDraft.options.contains(option) {  // belongs to the listener above it
-                guard !listeners.isEmpty else {
-                    throw .invalidTLSSettings(
-                        source: source, line: line.number, option: option, reason: "must follow a listener line")
+
+        mutating func consume(_ text: String, source: String, isMain: Bool) throws(BrokerConfigError) {
+            for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let line = ConfigLine(rawLine, source: source, number: index + 1)
+                guard let option = line.option else { continue }
+                anonymousSet = anonymousSet || option == "allow_anonymous"
+                if ListenerTLSDraft.options.contains(option) {  // belongs to the listener above it
+                    guard !listeners.isEmpty else {
+                        throw .invalidTLSSettings(
+                            source: source, line: line.number, option: option, reason: "must follow a listener line")
+                    }
+                    try tlsDrafts[listeners.count - 1, default: ListenerTLSDraft()].record(option, line)
+                    continue
                 }
-                try tlsDrafts[listeners.count - 1, default: ListenerTLSDraft()].record(option, line)
-                continue
-            }
-            if try persistenceLines.take(option, line) { continue }
-            try apply(option, line, to: &settings, listeners: &listeners, logTypeLevel: &logTypeLevel)
-        }
-        for (index, draft) in tlsDrafts.sorted(by: { $0.key < $1.key }) {
-            listeners[index].tls = try draft.finish()
-        }
-        if !listeners.isEmpty {
-            settings.configuration.listeners = listeners
-        }
-        if let logTypeLevel {
-            settings.logLevel = logTypeLevel
-        }
-        settings.configuration.persistence = try persistenceLines.configuration()
-        if !anonymousSet {
-            settings.configuration.allowAnonymous = settings.configuration.listeners.allSatisfy {
-                loopbackHosts.contains($0.host)
+                if try persistenceLines.take(option, line) { continue }
+                if option == "include_dir" {
+                    try include(line, isMain: isMain)
+                    continue
+                }
+                try apply(option, line, to: &settings, listeners: &listeners, logTypeLevel: &logTypeLevel)
             }
         }
-        return settings
+
+        /// `include_dir DIR`: every `*.conf` file in DIR in mosquitto's order; only from the main file, as there.
+        private mutating func include(_ line: ConfigLine, isMain: Bool) throws(BrokerConfigError) {
+            let directory = try line.single()
+            guard isMain else {
+                throw line.invalid(directory, expected: "include_dir only in the main configuration file")
+            }
+            for path in try ConfigFileReader.includedFiles(in: directory, line: line) {
+                try consume(try ConfigFileReader.text(of: path), source: path, isMain: false)
+            }
+        }
+
+        func finish() throws(BrokerConfigError) -> BrokerSettings {
+            var settings = settings
+            var listeners = listeners
+            for (index, draft) in tlsDrafts.sorted(by: { $0.key < $1.key }) {
+                listeners[index].tls = try draft.finish()
+            }
+            if !listeners.isEmpty {
+                settings.configuration.listeners = listeners
+            }
+            if let logTypeLevel {
+                settings.logLevel = logTypeLevel
+            }
+            settings.configuration.persistence = try persistenceLines.configuration()
+            if !anonymousSet {
+                settings.configuration.allowAnonymous = settings.configuration.listeners.allSatisfy {
+                    loopbackHosts.contains($0.host)
+                }
+            }
+            return settings
+        }
     }
 
     /// Bind addresses that only the local machine can reach.
     static let loopbackHosts: Set<String> = ["127.0.0.1", "::1", "localhost"]
-
-    /// Options refused until the broker implements them.
-    static let notYetSupported: Set<String> = [
-        "autosave_on_changes", "persistence_file", "capath",
-        "bind_address", "bind_interface", "protocol", "mount_point", "include_dir", "plugin", "auth_plugin",
-        "psk_file", "use_subject_as_username", "allow_zero_length_clientid", "persistent_client_expiration",
-        "message_size_limit", "upgrade_outgoing_qos", "socket_domain", "http_dir", "websockets_log_level",
-        "per_listener_settings", "connection", "address",
-    ]
 
     // swiftlint:disable:next cyclomatic_complexity function_body_length
     private static func apply(
@@ -174,10 +192,29 @@ public enum BrokerConfigParser {
             case "stdout": settings.logDestination = .stdout
             case "stderr": settings.logDestination = .stderr
             case "none": settings.logDestination = .none
+            case "file":
+                guard values.count == 2 else {
+                    throw .missingValue(source: line.source, line: line.number, option: "log_dest file")
+                }
+                settings.logDestination = .file(path: values[1])
+            case "syslog", "topic", "dlt":
+                throw .unsupportedOption(source: line.source, line: line.number, option: "log_dest \(values[0])")
             default:
                 throw .invalidValue(
                     source: line.source, line: line.number, option: option, value: values[0],
-                    expected: "stdout, stderr or none")
+                    expected: "stdout, stderr, file PATH or none")
+            }
+        case "protocol":
+            // mqtt is what every listener speaks; websockets would change what clients can connect with.
+            let value = try line.single()
+            guard value == "mqtt" else {
+                throw .unsupportedOption(source: line.source, line: line.number, option: "protocol \(value)")
+            }
+        case "autosave_on_changes":
+            // false (mosquitto's default) is how snapshots work here: every autosave_interval seconds. true would
+            // ask for snapshots after N changes, which would silently come less often than asked.
+            if try line.bool(line.single()) {
+                throw .unsupportedOption(source: line.source, line: line.number, option: "autosave_on_changes true")
             }
         case "log_type":
             let level = try line.logTypeLevel(line.single())
@@ -191,10 +228,14 @@ public enum BrokerConfigParser {
             }
             settings.logLevel = level
         default:
-            if notYetSupported.contains(option) {
+            switch MosquittoOptionCatalog.treatment(of: option) {
+            case .ignored(let reason):
+                settings.warnings.append("\(line.source):\(line.number): ignoring mosquitto option '\(option)': \(reason)")
+            case .unsupported:
                 throw .unsupportedOption(source: line.source, line: line.number, option: option)
+            case .unknown:
+                throw .unknownOption(source: line.source, line: line.number, option: option)
             }
-            throw .unknownOption(source: line.source, line: line.number, option: option)
         }
     }
 

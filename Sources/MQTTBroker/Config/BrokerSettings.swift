@@ -11,6 +11,8 @@ public struct BrokerSettings: Sendable {
         case stderr
         /// Logging disabled.
         case none
+        /// Appended to this file (`log_dest file PATH`).
+        case file(path: String)
     }
 
     /// The broker's configuration.
@@ -19,6 +21,9 @@ public struct BrokerSettings: Sendable {
     public var logLevel: Logger.Level
     /// Where log lines go.
     public var logDestination: LogDestination
+    /// One line per accepted-but-ignored mosquitto option (`FILE:LINE: ignoring mosquitto option 'NAME': why`),
+    /// for the process to print at startup.
+    public var warnings: [String] = []
 
     /// Settings with every default: one listener on 127.0.0.1:1883, info logging to stderr.
     public init(

@@ -15,7 +15,9 @@ public actor ChatClient {
     public nonisolated var me: ChatMember { ChatMember(id: configuration.userID, profile: configuration.profile) }
 
     private let mqtt: MQTTClient
-    private let store: ChatHistoryStore
+    /// Opened on the first successful connection (or the first history query), so a client that never reaches
+    /// its broker leaves no database file behind.
+    private var openedStore: ChatHistoryStore?
     private let envelopes: ChatEnvelopeFactory
     private let interpreter: ChatInboundInterpreter
     private var topics: ChatTopics { configuration.topics }
@@ -29,14 +31,14 @@ public actor ChatClient {
     private var heartbeatSequence: UInt64 = 0
     private var undecodableMessageCount = 0
 
-    /// Opens local history and prepares the MQTT client (with the offline-status will); does not connect.
+    /// Prepares the MQTT client (with the offline-status will); does not connect. Local history is opened once
+    /// the first connection succeeds.
     public init(configuration: ChatClientConfiguration) throws(ChatError) {
         self.configuration = configuration
         let session = UUID().uuidString
         envelopes = ChatEnvelopeFactory(sender: configuration.userID, profile: configuration.profile, session: session)
         interpreter = ChatInboundInterpreter(topics: configuration.topics, me: configuration.userID)
         deduplicator = MessageDeduplicator(capacity: configuration.deduplicationCapacity)
-        do { store = try ChatHistoryStore(location: configuration.history) } catch { throw .history(error) }
 
         var mqttConfiguration = configuration.mqtt
         mqttConfiguration.clientID = configuration.userID.rawValue
@@ -58,6 +60,18 @@ public actor ChatClient {
         startPumps()
         do {
             try await mqtt.connect()
+        } catch {
+            stopPumps()
+            throw .mqtt(error)
+        }
+        do {
+            _ = try historyStore()
+        } catch {
+            await mqtt.disconnect()
+            stopPumps()
+            throw error
+        }
+        do {
             try await mqtt.subscribe(topics.allStatusesFilter, qos: .atLeastOnce)
             try await mqtt.subscribe(topics.name(of: .inbox(configuration.userID)), qos: .atLeastOnce)
         } catch {
@@ -135,6 +149,10 @@ public actor ChatClient {
     /// Who is present in `room` right now (only known for joined rooms), sorted by id.
     public func members(of room: RoomName) -> [ChatMember] { tracker.members(of: room) }
 
+    /// Whether `user`'s retained status says online (known for every user while connected); `nil` when the
+    /// broker holds no status for that user id, i.e. it never chatted here.
+    public func isOnline(_ user: UserID) -> Bool? { tracker.isOnline(user) }
+
     // MARK: Sending
 
     /// Sends a line of text to a joined room (QoS 1) and stores it in history.
@@ -176,11 +194,13 @@ public actor ChatClient {
 
     /// The last `limit` messages of `room` this client sent or received, newest last.
     public func history(room: RoomName, limit: Int = 50) throws(ChatError) -> [ChatMessageRecord] {
+        let store = try historyStore()
         do { return try store.history(room: room, limit: limit) } catch { throw .history(error) }
     }
 
     /// The last `limit` direct messages exchanged with `peer`, newest last.
     public func directMessages(with peer: UserID, limit: Int = 50) throws(ChatError) -> [ChatMessageRecord] {
+        let store = try historyStore()
         do { return try store.directMessages(with: peer, limit: limit) } catch { throw .history(error) }
     }
 
@@ -190,6 +210,18 @@ public actor ChatClient {
     // MARK: Internals
 
     private func removeSubscriber(_ id: UUID) { subscribers[id] = nil }
+
+    /// The history store, opened (and its file created) on first use.
+    private func historyStore() throws(ChatError) -> ChatHistoryStore {
+        if let openedStore { return openedStore }
+        do {
+            let store = try ChatHistoryStore(location: configuration.history)
+            openedStore = store
+            return store
+        } catch {
+            throw .history(error)
+        }
+    }
 
     private func emit(_ event: ChatEvent) {
         for continuation in subscribers.values { continuation.yield(event) }
@@ -202,6 +234,7 @@ public actor ChatClient {
         guard let record = ChatMessageRecord(sent: envelope, by: me) else { throw .encodingFailed }
         _ = deduplicator.markSeen(envelope.messageID)  // our own copy comes back from the broker: ignore it
         try await publish(topic: topic, payload, qos)
+        let store = try historyStore()
         do { try store.store(record) } catch { throw .history(error) }
         return record
     }
@@ -292,7 +325,7 @@ public actor ChatClient {
         case .message(let record):
             guard deduplicator.markSeen(record.id) else { return }
             // A history failure must not hide the message from the application.
-            _ = try? store.store(record)
+            _ = try? historyStore().store(record)
             switch (record.conversation, record.content) {
             case (.direct, _): emit(.directMessage(record))
             case (.room, .text): emit(.text(record))

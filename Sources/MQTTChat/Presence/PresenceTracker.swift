@@ -36,6 +36,9 @@ public struct PresenceTracker: Sendable {
         presentMember(room: room, user: user) != nil
     }
 
+    /// Whether `user`'s retained status says online; `nil` when no status is known for it.
+    public func isOnline(_ user: UserID) -> Bool? { statuses[user]?.isOnline }
+
     /// Rooms in which the tracker knows any membership.
     public var knownRooms: [RoomName] { memberships.keys.sorted() }
 
