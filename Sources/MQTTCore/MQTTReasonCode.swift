@@ -14,101 +14,104 @@ public struct MQTTReasonCode: RawRepresentable, Sendable, Hashable, CustomString
     /// Whether this code reports a failure (0x80 and above, MQTT 5.0 section 2.4).
     public var isFailure: Bool { rawValue >= 0x80 }
 
+    // The named codes are computed, not stored: a stored static is reached through a lazy-initialisation check on
+    // every use, and every decoded 3.1.1 acknowledgement takes `success` (see `MQTTProperties.none`).
+
     // MARK: Codes below 0x80 (success)
 
     /// 0x00 Success (CONNACK, PUBACK, PUBREC, PUBREL, PUBCOMP, UNSUBACK, AUTH).
-    public static let success = MQTTReasonCode(rawValue: 0x00)
+    public static var success: MQTTReasonCode { MQTTReasonCode(rawValue: 0x00) }
     /// 0x00 Normal disconnection (DISCONNECT).
-    public static let normalDisconnection = MQTTReasonCode(rawValue: 0x00)
+    public static var normalDisconnection: MQTTReasonCode { MQTTReasonCode(rawValue: 0x00) }
     /// 0x00 Granted QoS 0 (SUBACK).
-    public static let grantedQoS0 = MQTTReasonCode(rawValue: 0x00)
+    public static var grantedQoS0: MQTTReasonCode { MQTTReasonCode(rawValue: 0x00) }
     /// 0x01 Granted QoS 1 (SUBACK).
-    public static let grantedQoS1 = MQTTReasonCode(rawValue: 0x01)
+    public static var grantedQoS1: MQTTReasonCode { MQTTReasonCode(rawValue: 0x01) }
     /// 0x02 Granted QoS 2 (SUBACK).
-    public static let grantedQoS2 = MQTTReasonCode(rawValue: 0x02)
+    public static var grantedQoS2: MQTTReasonCode { MQTTReasonCode(rawValue: 0x02) }
     /// 0x04 Disconnect with Will Message (DISCONNECT).
-    public static let disconnectWithWillMessage = MQTTReasonCode(rawValue: 0x04)
+    public static var disconnectWithWillMessage: MQTTReasonCode { MQTTReasonCode(rawValue: 0x04) }
     /// 0x10 No matching subscribers (PUBACK, PUBREC).
-    public static let noMatchingSubscribers = MQTTReasonCode(rawValue: 0x10)
+    public static var noMatchingSubscribers: MQTTReasonCode { MQTTReasonCode(rawValue: 0x10) }
     /// 0x11 No subscription existed (UNSUBACK).
-    public static let noSubscriptionExisted = MQTTReasonCode(rawValue: 0x11)
+    public static var noSubscriptionExisted: MQTTReasonCode { MQTTReasonCode(rawValue: 0x11) }
     /// 0x18 Continue authentication (AUTH).
-    public static let continueAuthentication = MQTTReasonCode(rawValue: 0x18)
+    public static var continueAuthentication: MQTTReasonCode { MQTTReasonCode(rawValue: 0x18) }
     /// 0x19 Re-authenticate (AUTH).
-    public static let reAuthenticate = MQTTReasonCode(rawValue: 0x19)
+    public static var reAuthenticate: MQTTReasonCode { MQTTReasonCode(rawValue: 0x19) }
 
     // MARK: Failures
 
     /// 0x80 Unspecified error.
-    public static let unspecifiedError = MQTTReasonCode(rawValue: 0x80)
+    public static var unspecifiedError: MQTTReasonCode { MQTTReasonCode(rawValue: 0x80) }
     /// 0x81 Malformed Packet.
-    public static let malformedPacket = MQTTReasonCode(rawValue: 0x81)
+    public static var malformedPacket: MQTTReasonCode { MQTTReasonCode(rawValue: 0x81) }
     /// 0x82 Protocol Error.
-    public static let protocolError = MQTTReasonCode(rawValue: 0x82)
+    public static var protocolError: MQTTReasonCode { MQTTReasonCode(rawValue: 0x82) }
     /// 0x83 Implementation specific error.
-    public static let implementationSpecificError = MQTTReasonCode(rawValue: 0x83)
+    public static var implementationSpecificError: MQTTReasonCode { MQTTReasonCode(rawValue: 0x83) }
     /// 0x84 Unsupported Protocol Version.
-    public static let unsupportedProtocolVersion = MQTTReasonCode(rawValue: 0x84)
+    public static var unsupportedProtocolVersion: MQTTReasonCode { MQTTReasonCode(rawValue: 0x84) }
     /// 0x85 Client Identifier not valid.
-    public static let clientIdentifierNotValid = MQTTReasonCode(rawValue: 0x85)
+    public static var clientIdentifierNotValid: MQTTReasonCode { MQTTReasonCode(rawValue: 0x85) }
     /// 0x86 Bad User Name or Password.
-    public static let badUserNameOrPassword = MQTTReasonCode(rawValue: 0x86)
+    public static var badUserNameOrPassword: MQTTReasonCode { MQTTReasonCode(rawValue: 0x86) }
     /// 0x87 Not authorized.
-    public static let notAuthorized = MQTTReasonCode(rawValue: 0x87)
+    public static var notAuthorized: MQTTReasonCode { MQTTReasonCode(rawValue: 0x87) }
     /// 0x88 Server unavailable.
-    public static let serverUnavailable = MQTTReasonCode(rawValue: 0x88)
+    public static var serverUnavailable: MQTTReasonCode { MQTTReasonCode(rawValue: 0x88) }
     /// 0x89 Server busy.
-    public static let serverBusy = MQTTReasonCode(rawValue: 0x89)
+    public static var serverBusy: MQTTReasonCode { MQTTReasonCode(rawValue: 0x89) }
     /// 0x8A Banned.
-    public static let banned = MQTTReasonCode(rawValue: 0x8A)
+    public static var banned: MQTTReasonCode { MQTTReasonCode(rawValue: 0x8A) }
     /// 0x8B Server shutting down.
-    public static let serverShuttingDown = MQTTReasonCode(rawValue: 0x8B)
+    public static var serverShuttingDown: MQTTReasonCode { MQTTReasonCode(rawValue: 0x8B) }
     /// 0x8C Bad authentication method.
-    public static let badAuthenticationMethod = MQTTReasonCode(rawValue: 0x8C)
+    public static var badAuthenticationMethod: MQTTReasonCode { MQTTReasonCode(rawValue: 0x8C) }
     /// 0x8D Keep Alive timeout.
-    public static let keepAliveTimeout = MQTTReasonCode(rawValue: 0x8D)
+    public static var keepAliveTimeout: MQTTReasonCode { MQTTReasonCode(rawValue: 0x8D) }
     /// 0x8E Session taken over.
-    public static let sessionTakenOver = MQTTReasonCode(rawValue: 0x8E)
+    public static var sessionTakenOver: MQTTReasonCode { MQTTReasonCode(rawValue: 0x8E) }
     /// 0x8F Topic Filter invalid.
-    public static let topicFilterInvalid = MQTTReasonCode(rawValue: 0x8F)
+    public static var topicFilterInvalid: MQTTReasonCode { MQTTReasonCode(rawValue: 0x8F) }
     /// 0x90 Topic Name invalid.
-    public static let topicNameInvalid = MQTTReasonCode(rawValue: 0x90)
+    public static var topicNameInvalid: MQTTReasonCode { MQTTReasonCode(rawValue: 0x90) }
     /// 0x91 Packet Identifier in use.
-    public static let packetIdentifierInUse = MQTTReasonCode(rawValue: 0x91)
+    public static var packetIdentifierInUse: MQTTReasonCode { MQTTReasonCode(rawValue: 0x91) }
     /// 0x92 Packet Identifier not found.
-    public static let packetIdentifierNotFound = MQTTReasonCode(rawValue: 0x92)
+    public static var packetIdentifierNotFound: MQTTReasonCode { MQTTReasonCode(rawValue: 0x92) }
     /// 0x93 Receive Maximum exceeded.
-    public static let receiveMaximumExceeded = MQTTReasonCode(rawValue: 0x93)
+    public static var receiveMaximumExceeded: MQTTReasonCode { MQTTReasonCode(rawValue: 0x93) }
     /// 0x94 Topic Alias invalid.
-    public static let topicAliasInvalid = MQTTReasonCode(rawValue: 0x94)
+    public static var topicAliasInvalid: MQTTReasonCode { MQTTReasonCode(rawValue: 0x94) }
     /// 0x95 Packet too large.
-    public static let packetTooLarge = MQTTReasonCode(rawValue: 0x95)
+    public static var packetTooLarge: MQTTReasonCode { MQTTReasonCode(rawValue: 0x95) }
     /// 0x96 Message rate too high.
-    public static let messageRateTooHigh = MQTTReasonCode(rawValue: 0x96)
+    public static var messageRateTooHigh: MQTTReasonCode { MQTTReasonCode(rawValue: 0x96) }
     /// 0x97 Quota exceeded.
-    public static let quotaExceeded = MQTTReasonCode(rawValue: 0x97)
+    public static var quotaExceeded: MQTTReasonCode { MQTTReasonCode(rawValue: 0x97) }
     /// 0x98 Administrative action.
-    public static let administrativeAction = MQTTReasonCode(rawValue: 0x98)
+    public static var administrativeAction: MQTTReasonCode { MQTTReasonCode(rawValue: 0x98) }
     /// 0x99 Payload format invalid.
-    public static let payloadFormatInvalid = MQTTReasonCode(rawValue: 0x99)
+    public static var payloadFormatInvalid: MQTTReasonCode { MQTTReasonCode(rawValue: 0x99) }
     /// 0x9A Retain not supported.
-    public static let retainNotSupported = MQTTReasonCode(rawValue: 0x9A)
+    public static var retainNotSupported: MQTTReasonCode { MQTTReasonCode(rawValue: 0x9A) }
     /// 0x9B QoS not supported.
-    public static let qosNotSupported = MQTTReasonCode(rawValue: 0x9B)
+    public static var qosNotSupported: MQTTReasonCode { MQTTReasonCode(rawValue: 0x9B) }
     /// 0x9C Use another server.
-    public static let useAnotherServer = MQTTReasonCode(rawValue: 0x9C)
+    public static var useAnotherServer: MQTTReasonCode { MQTTReasonCode(rawValue: 0x9C) }
     /// 0x9D Server moved.
-    public static let serverMoved = MQTTReasonCode(rawValue: 0x9D)
+    public static var serverMoved: MQTTReasonCode { MQTTReasonCode(rawValue: 0x9D) }
     /// 0x9E Shared Subscriptions not supported.
-    public static let sharedSubscriptionsNotSupported = MQTTReasonCode(rawValue: 0x9E)
+    public static var sharedSubscriptionsNotSupported: MQTTReasonCode { MQTTReasonCode(rawValue: 0x9E) }
     /// 0x9F Connection rate exceeded.
-    public static let connectionRateExceeded = MQTTReasonCode(rawValue: 0x9F)
+    public static var connectionRateExceeded: MQTTReasonCode { MQTTReasonCode(rawValue: 0x9F) }
     /// 0xA0 Maximum connect time.
-    public static let maximumConnectTime = MQTTReasonCode(rawValue: 0xA0)
+    public static var maximumConnectTime: MQTTReasonCode { MQTTReasonCode(rawValue: 0xA0) }
     /// 0xA1 Subscription Identifiers not supported.
-    public static let subscriptionIdentifiersNotSupported = MQTTReasonCode(rawValue: 0xA1)
+    public static var subscriptionIdentifiersNotSupported: MQTTReasonCode { MQTTReasonCode(rawValue: 0xA1) }
     /// 0xA2 Wildcard Subscriptions not supported.
-    public static let wildcardSubscriptionsNotSupported = MQTTReasonCode(rawValue: 0xA2)
+    public static var wildcardSubscriptionsNotSupported: MQTTReasonCode { MQTTReasonCode(rawValue: 0xA2) }
 
     /// The spec's name for this code in a packet of `type`, or nil when the code is not valid there.
     public func name(in type: PacketType) -> String? {
