@@ -42,7 +42,7 @@ struct StreamingDecodeV5Tests {
         }
     }
 
-    @Test("a PUBLISH repeating the previous topic decodes the same as a fresh one")
+    @Test("consecutive PUBLISH packets to one topic keep their own identifiers and properties")
     func repeatedTopic() throws {
         let first = PublishPacket(topic: "a/b", payload: payload("1"), qos: .atLeastOnce, packetID: 1,
                                   properties: MQTTProperties([.userProperty(key: "n", value: "1")]))

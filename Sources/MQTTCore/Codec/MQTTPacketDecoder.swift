@@ -133,13 +133,9 @@ public struct MQTTPacketDecoder: Sendable {
         case .connack: return .connack(try header.decodeBody(in: buffer, with: ConnAckPacket.decodeV5(from:)))
         case .publish:
             let flags = header.flags
-            let previousTopic = lastPublishTopic
-            let publish = try header.decodeBody(in: buffer) { (body) throws(MQTTCodecError) in
-                try PublishPacket.decodeV5(from: &body, flags: flags, previousTopic: previousTopic)
-            }
-            // An empty topic stands for a Topic Alias; it must never be taken for a validated topic name.
-            if !publish.topic.isEmpty { lastPublishTopic = publish.topic }
-            return .publish(publish)
+            return .publish(try header.decodeBody(in: buffer) { (body) throws(MQTTCodecError) in
+                try PublishPacket.decodeV5(from: &body, flags: flags)
+            })
         case .puback:
             if shortAcknowledgement { return .puback(try PubAckPacket.decode(identifier: header.bodyPrefix)) }
             return .puback(try header.decodeBody(in: buffer) { (body) throws(MQTTCodecError) in
