@@ -93,8 +93,32 @@ public enum MQTTProperty: Sendable, Hashable {
 /// Where a property list appears: a packet type, or the will properties inside CONNECT, which allow a set of
 /// their own.
 public enum MQTTPropertyContext: UInt8, Sendable, Hashable, CaseIterable {
-    case connect, connack, publish, puback, pubrec, pubrel, pubcomp, subscribe, suback, unsubscribe, unsuback
-    case disconnect, auth
+    /// CONNECT's own properties.
+    case connect
+    /// CONNACK.
+    case connack
+    /// PUBLISH.
+    case publish
+    /// PUBACK.
+    case puback
+    /// PUBREC.
+    case pubrec
+    /// PUBREL.
+    case pubrel
+    /// PUBCOMP.
+    case pubcomp
+    /// SUBSCRIBE.
+    case subscribe
+    /// SUBACK.
+    case suback
+    /// UNSUBSCRIBE.
+    case unsubscribe
+    /// UNSUBACK.
+    case unsuback
+    /// DISCONNECT.
+    case disconnect
+    /// AUTH.
+    case auth
     /// The will properties of CONNECT.
     case will
 
@@ -121,37 +145,77 @@ public enum MQTTPropertyContext: UInt8, Sendable, Hashable, CaseIterable {
 
 /// The property identifiers of MQTT 5.0 (table 2-4), with each one's wire type and the packets it may appear in.
 public enum MQTTPropertyIdentifier: UInt8, Sendable, Hashable, CaseIterable {
+    /// 0x01 Payload Format Indicator.
     case payloadFormatIndicator = 0x01
+    /// 0x02 Message Expiry Interval.
     case messageExpiryInterval = 0x02
+    /// 0x03 Content Type.
     case contentType = 0x03
+    /// 0x08 Response Topic.
     case responseTopic = 0x08
+    /// 0x09 Correlation Data.
     case correlationData = 0x09
+    /// 0x0B Subscription Identifier.
     case subscriptionIdentifier = 0x0B
+    /// 0x11 Session Expiry Interval.
     case sessionExpiryInterval = 0x11
+    /// 0x12 Assigned Client Identifier.
     case assignedClientIdentifier = 0x12
+    /// 0x13 Server Keep Alive.
     case serverKeepAlive = 0x13
+    /// 0x15 Authentication Method.
     case authenticationMethod = 0x15
+    /// 0x16 Authentication Data.
     case authenticationData = 0x16
+    /// 0x17 Request Problem Information.
     case requestProblemInformation = 0x17
+    /// 0x18 Will Delay Interval.
     case willDelayInterval = 0x18
+    /// 0x19 Request Response Information.
     case requestResponseInformation = 0x19
+    /// 0x1A Response Information.
     case responseInformation = 0x1A
+    /// 0x1C Server Reference.
     case serverReference = 0x1C
+    /// 0x1F Reason String.
     case reasonString = 0x1F
+    /// 0x21 Receive Maximum.
     case receiveMaximum = 0x21
+    /// 0x22 Topic Alias Maximum.
     case topicAliasMaximum = 0x22
+    /// 0x23 Topic Alias.
     case topicAlias = 0x23
+    /// 0x24 Maximum QoS.
     case maximumQoS = 0x24
+    /// 0x25 Retain Available.
     case retainAvailable = 0x25
+    /// 0x26 User Property.
     case userProperty = 0x26
+    /// 0x27 Maximum Packet Size.
     case maximumPacketSize = 0x27
+    /// 0x28 Wildcard Subscription Available.
     case wildcardSubscriptionAvailable = 0x28
+    /// 0x29 Subscription Identifier Available.
     case subscriptionIdentifierAvailable = 0x29
+    /// 0x2A Shared Subscription Available.
     case sharedSubscriptionAvailable = 0x2A
 
     /// The data representations of MQTT 5.0 section 1.5 that property values use.
     public enum WireType: Sendable, Hashable {
-        case byte, twoByteInteger, fourByteInteger, variableByteInteger, utf8String, binaryData, utf8StringPair
+        /// One byte (MQTT 5.0 1.5.1).
+        case byte
+        /// Big-endian two-byte integer (MQTT 5.0 1.5.2).
+        case twoByteInteger
+        /// Big-endian four-byte integer (MQTT 5.0 1.5.3).
+        case fourByteInteger
+        /// Variable byte integer, 1 to 4 bytes (MQTT 5.0 1.5.5).
+        case variableByteInteger
+        /// Length-prefixed UTF-8 string (MQTT 5.0 1.5.4).
+        case utf8String
+        /// Length-prefixed binary data (MQTT 5.0 1.5.6).
+        case binaryData
+        /// Two UTF-8 strings, name then value (MQTT 5.0 1.5.7).
+        case utf8StringPair
     }
 
     /// The type of this property's value on the wire.
