@@ -4,7 +4,7 @@ public enum MQTTProtocolVersion: UInt8, Sendable, Hashable {
     case v3_1 = 3
     /// MQTT 3.1.1, protocol name "MQTT", level 4.
     case v3_1_1 = 4
-    /// MQTT 5.0, protocol name "MQTT", level 5 (packet model ready; behaviour not yet implemented).
+    /// MQTT 5.0, protocol name "MQTT", level 5 (the codec decodes it when asked to; the broker does not serve it yet).
     case v5 = 5
 
     /// The protocol name that must accompany this level in CONNECT.

@@ -49,9 +49,13 @@ struct EncoderErrorTests {
         ("CONNACK session present with a refusal",
          .connack(ConnAckPacket(sessionPresent: true, returnCode: .serverUnavailable)), .v3_1_1,
          .sessionPresentWithErrorReturnCode),
-        ("MQTT 5 CONNECT", .connect(ConnectPacket(protocolVersion: .v5, clientIdentifier: "c")), .v3_1_1,
-         .unsupportedProtocolLevel(5)),
-        ("any packet for an MQTT 5 connection", .pingresp(PingRespPacket()), .v5, .unsupportedProtocolLevel(5)),
+        // CONNECT is written in its own version whatever the connection's, so its MQTT 5 rules apply here.
+        ("MQTT 5 CONNECT with a property CONNECT does not allow",
+         .connect(ConnectPacket(protocolVersion: .v5, clientIdentifier: "c", properties: MQTTProperties([.topicAlias(1)]))),
+         .v3_1_1, .propertyNotAllowed(.topicAlias, in: .connect)),
+        ("a reason code PUBCOMP does not allow, on an MQTT 5 connection",
+         .pubcomp(PubCompPacket(packetID: 1, reasonCode: .noMatchingSubscribers)), .v5,
+         .invalidReasonCode(0x10, packetType: .pubcomp)),
     ]
 
     @Test("encoding fails with the specific error and leaves the buffer alone", arguments: cases.indices)

@@ -1,7 +1,8 @@
 import MQTTCore
 import NIOCore
 
-/// The checks the fuzzer runs on every input: the decoder must not crash, must agree with itself whether the bytes
+/// The checks the fuzzer runs on every input, once with the broker's 3.1.1 decoder and once with an MQTT 5 one: the
+/// decoder must not crash, must agree with itself whether the bytes
 /// arrive at once or one at a time, must respect a small maximum packet size, and every packet it accepts must
 /// survive an encode/decode round trip unchanged.
 ///
@@ -10,21 +11,34 @@ enum DecoderOracle {
     /// A small maximum remaining length, so that the "too large" path is exercised by short inputs.
     static let smallMaximumPacketSize = 64
 
-    /// Runs every check on `bytes`.
+    /// Runs every check on `bytes`, with a 3.1.1 decoder (the broker's) and with an MQTT 5 one.
     static func check(_ bytes: [UInt8]) {
-        let whole = DecodeOutcome.decodingAll(bytes, maximumPacketSize: MQTTPacketDecoder.protocolMaximumPacketSize)
-        let trickled = DecodeOutcome.decodingByteByByte(bytes)
+        check(bytes, version5: false)
+        check(bytes, version5: true)
+    }
+
+    /// Runs every check on `bytes` with one kind of decoder.
+    private static func check(_ bytes: [UInt8], version5: Bool) {
+        let whole = DecodeOutcome.decodingAll(
+            bytes, maximumPacketSize: MQTTPacketDecoder.protocolMaximumPacketSize, version5: version5)
+        let trickled = DecodeOutcome.decodingByteByByte(bytes, version5: version5)
         precondition(
             trickled == whole,
             "byte-by-byte decoding disagrees with whole-buffer decoding: \(trickled) vs \(whole)")
 
-        let small = DecodeOutcome.decodingAll(bytes, maximumPacketSize: smallMaximumPacketSize)
+        let small = DecodeOutcome.decodingAll(bytes, maximumPacketSize: smallMaximumPacketSize, version5: version5)
         checkSmallMaximum(small, against: whole)
 
         for (packet, wireBytes) in zip(whole.packets, whole.packetBytes) {
-            checkRoundTrip(packet, originalBytes: wireBytes)
+            if version5 {
+                checkRoundTripV5(packet, originalBytes: wireBytes)
+            } else if case .packet(let packet) = packet {
+                checkRoundTrip(packet, originalBytes: wireBytes)
+            } else {
+                preconditionFailure("a 3.1.1 decoder produced \(packet)")
+            }
         }
-        checkTopicMatching(whole.packets)
+        checkTopicMatching(whole.packets.compactMap { if case .packet(let packet) = $0 { packet } else { nil } })
     }
 
     /// Runs ``MQTTTopic`` over the topic names and filters the fuzzer got past the decoder, with properties that
@@ -35,7 +49,8 @@ enum DecoderOracle {
         var filters: [String] = []
         for packet in packets {
             switch packet {
-            case .publish(let publish): names.append(publish.topic)
+            case .publish(let publish):
+                if !publish.topic.isEmpty { names.append(publish.topic) }  // empty: an MQTT 5 Topic Alias stands for it
             case .connect(let connect): if let will = connect.will { names.append(will.topic) }
             case .subscribe(let subscribe): filters += subscribe.subscriptions.map(\.topicFilter)
             case .unsubscribe(let unsubscribe): filters += unsubscribe.topicFilters
@@ -115,7 +130,7 @@ enum DecoderOracle {
 
 /// What decoding a whole input produced: the packets, their wire bytes, and the error that stopped it, if any.
 struct DecodeOutcome: Equatable, CustomStringConvertible {
-    var packets: [MQTTPacket] = []
+    var packets: [MQTTDecodedPacket] = []
     var packetBytes: [[UInt8]] = []
     var error: MQTTCodecError?
     /// How many input bytes the decoded packets covered.
@@ -124,17 +139,24 @@ struct DecodeOutcome: Equatable, CustomStringConvertible {
     var description: String { "\(packets.count) packets, \(consumed) bytes, error \(String(describing: error))" }
 
     /// Decodes from one buffer holding all of `bytes` until the decoder needs more or throws.
-    static func decodingAll(_ bytes: [UInt8], maximumPacketSize: Int) -> DecodeOutcome {
-        var decoder = MQTTPacketDecoder(maximumPacketSize: maximumPacketSize)
+    static func decodingAll(_ bytes: [UInt8], maximumPacketSize: Int, version5: Bool) -> DecodeOutcome {
+        var decoder = makeDecoder(maximumPacketSize: maximumPacketSize, version5: version5)
         var buffer = ByteBuffer(bytes: bytes)
         var outcome = DecodeOutcome()
         outcome.drain(&buffer, with: &decoder)
         return outcome
     }
 
+    /// The broker's decoder (3.1.1, refusing level 5), or one on an MQTT 5 connection.
+    static func makeDecoder(maximumPacketSize: Int, version5: Bool) -> MQTTPacketDecoder {
+        var decoder = MQTTPacketDecoder(maximumPacketSize: maximumPacketSize, acceptsVersion5: version5)
+        if version5 { decoder.protocolVersion = .v5 }
+        return decoder
+    }
+
     /// Feeds `bytes` one at a time into a cumulation buffer, decoding after each byte, like a slow socket.
-    static func decodingByteByByte(_ bytes: [UInt8]) -> DecodeOutcome {
-        var decoder = MQTTPacketDecoder()
+    static func decodingByteByByte(_ bytes: [UInt8], version5: Bool) -> DecodeOutcome {
+        var decoder = makeDecoder(maximumPacketSize: MQTTPacketDecoder.protocolMaximumPacketSize, version5: version5)
         var buffer = ByteBuffer()
         var outcome = DecodeOutcome()
         for byte in bytes {
@@ -151,9 +173,14 @@ struct DecodeOutcome: Equatable, CustomStringConvertible {
         while true {
             let start = buffer.readerIndex
             let before = buffer  // ByteBuffer getters refuse indices before the reader index
-            let packet: MQTTPacket?
+            let packet: MQTTDecodedPacket?
             do {
-                packet = try decoder.decode(from: &buffer)
+                // Only an MQTT 5 decoder knows AUTH; the 3.1.1 one goes through the broker's entry point.
+                if decoder.acceptsVersion5 {
+                    packet = try decoder.decodePacketOrAuth(from: &buffer)
+                } else {
+                    packet = try decoder.decode(from: &buffer).map(MQTTDecodedPacket.packet)
+                }
             } catch {
                 precondition(buffer.readerIndex == start, "a failed decode moved the reader index")
                 self.error = error

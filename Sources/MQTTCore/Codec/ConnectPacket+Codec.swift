@@ -13,12 +13,16 @@ private enum ConnectFlags {
 }
 
 extension ConnectPacket: MQTTPacketBodyEncodable {
-    /// Decodes a CONNECT body (MQTT 3.1.1 section 3.1; MQTT 3.1 "MQIsdp" level 3 too).
+    /// Decodes a CONNECT body (MQTT 3.1.1 section 3.1; MQTT 3.1 "MQIsdp" level 3 too; MQTT 5.0 section 3.1 when
+    /// `acceptsVersion5`, otherwise level 5 is refused like any unsupported level).
     ///
     /// Protocol name and level are checked before anything else, so that an unsupported level is reported as
     /// ``MQTTCodecError/unsupportedProtocolLevel(_:)`` (answered with CONNACK 0x01) whatever follows.
-    static func decode(from body: inout ByteBuffer) throws(MQTTCodecError) -> ConnectPacket {
-        let version = try decodeProtocolVersion(from: &body)
+    static func decode(from body: inout ByteBuffer, acceptsVersion5: Bool = false) throws(MQTTCodecError)
+        -> ConnectPacket
+    {
+        let version = try decodeProtocolVersion(from: &body, acceptsVersion5: acceptsVersion5)
+        let isVersion5 = version == .v5
         let flags = try body.readMQTTByte()
         let keepAlive = try body.readMQTTUInt16()
 
@@ -30,20 +34,24 @@ extension ConnectPacket: MQTTPacketBodyEncodable {
         guard let willQoS = QoS(rawValue: willQoSBits) else { throw .invalidWillQoS }
         let hasUsername = flags & ConnectFlags.username != 0
         let hasPassword = flags & ConnectFlags.password != 0
-        if hasPassword, !hasUsername { throw .passwordWithoutUsername }
+        // MQTT 5 allows a password without a user name (MQTT 5.0 3.1.2.9).
+        if hasPassword, !hasUsername, !isVersion5 { throw .passwordWithoutUsername }
         let cleanSession = flags & ConnectFlags.cleanSession != 0
+        let properties = isVersion5 ? try MQTTProperties.decode(from: &body, context: .connect) : .none
 
         let clientIdentifier = try body.readMQTTString()
         if clientIdentifier.isEmpty {
             if version == .v3_1 { throw .emptyClientIdentifierInMQTT31 }
-            if !cleanSession { throw .emptyClientIdentifierWithoutCleanSession }
+            // MQTT 5 lets the server assign an identifier whatever Clean Start says (MQTT 5.0 3.1.3.1).
+            if !cleanSession, !isVersion5 { throw .emptyClientIdentifierWithoutCleanSession }
         }
         var will: Will?
         if hasWill {
+            let willProperties = isVersion5 ? try MQTTProperties.decode(from: &body, context: .will) : .none
             let topic = try body.readMQTTString()
             try MQTTTopic.validateName(topic)
             let payload = try body.readMQTTBinarySlice()
-            will = Will(topic: topic, payload: payload, qos: willQoS, retain: willRetain)
+            will = Will(topic: topic, payload: payload, qos: willQoS, retain: willRetain, properties: willProperties)
         }
         var username: String?
         if hasUsername { username = try body.readMQTTString() }
@@ -58,19 +66,22 @@ extension ConnectPacket: MQTTPacketBodyEncodable {
             clientIdentifier: clientIdentifier,
             will: will,
             username: username,
-            password: password
+            password: password,
+            properties: properties
         )
     }
 
     /// Reads protocol name and level and checks that they belong together.
-    private static func decodeProtocolVersion(from body: inout ByteBuffer) throws(MQTTCodecError)
-        -> MQTTProtocolVersion
+    private static func decodeProtocolVersion(from body: inout ByteBuffer, acceptsVersion5: Bool)
+        throws(MQTTCodecError) -> MQTTProtocolVersion
     {
         let name = try body.readMQTTString()
         let level = try body.readMQTTByte()
         let expectedLevel: MQTTProtocolVersion
         switch name {
-        case MQTTProtocolVersion.v3_1_1.protocolName: expectedLevel = .v3_1_1
+        case MQTTProtocolVersion.v3_1_1.protocolName:
+            if acceptsVersion5, level == MQTTProtocolVersion.v5.rawValue { return .v5 }
+            expectedLevel = .v3_1_1
         case MQTTProtocolVersion.v3_1.protocolName: expectedLevel = .v3_1
         default: throw .invalidProtocolName(name)
         }
@@ -81,11 +92,17 @@ extension ConnectPacket: MQTTPacketBodyEncodable {
     var packetType: PacketType { .connect }
 
     func remainingLength() throws(MQTTCodecError) -> Int {
-        if protocolVersion == .v5 { throw .unsupportedProtocolLevel(protocolVersion.rawValue) }
-        if password != nil, username == nil { throw .passwordWithoutUsername }
+        let isVersion5 = protocolVersion == .v5
+        if password != nil, username == nil, !isVersion5 { throw .passwordWithoutUsername }
         var length = try MQTTWireSize.string(protocolVersion.protocolName) + 1 + 1 + 2
+        if isVersion5 {
+            length += MQTTProperties.wireSize(propertyLength: try properties.encodedLength(in: .connect))
+        }
         length += try MQTTWireSize.string(clientIdentifier)
         if let will {
+            if isVersion5 {
+                length += MQTTProperties.wireSize(propertyLength: try will.properties.encodedLength(in: .will))
+            }
             length += try MQTTWireSize.string(will.topic)
             length += try MQTTWireSize.binary(byteCount: will.payload.readableBytes)
         }
@@ -108,8 +125,11 @@ extension ConnectPacket: MQTTPacketBodyEncodable {
         buffer.writeInteger(protocolVersion.rawValue)
         buffer.writeInteger(flags)
         buffer.writeInteger(keepAliveSeconds)
+        let isVersion5 = protocolVersion == .v5
+        if isVersion5 { properties.encode(into: &buffer) }
         buffer.writeMQTTString(clientIdentifier)
         if let will {
+            if isVersion5 { will.properties.encode(into: &buffer) }
             buffer.writeMQTTString(will.topic)
             buffer.writeMQTTBinary(will.payload)
         }

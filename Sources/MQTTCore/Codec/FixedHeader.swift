@@ -26,26 +26,30 @@ struct FixedHeader: Sendable, Hashable {
     /// to the buffer's storage: each `getInteger` is a checked access of its own, and most packets a broker reads
     /// are four-byte acknowledgements.
     ///
+    /// - Parameter version5: whether MQTT 5 rules apply: AUTH exists, and only PINGREQ and PINGRESP have a fixed
+    ///   remaining length.
     /// - Returns: nil when the buffer ends inside the fixed header.
-    static func peek(in buffer: ByteBuffer, maximumRemainingLength: Int) throws(MQTTCodecError) -> FixedHeader? {
+    static func peek(
+        in buffer: ByteBuffer, maximumRemainingLength: Int, version5: Bool = false
+    ) throws(MQTTCodecError) -> FixedHeader? {
         try buffer.withUnsafeReadableBytes { (bytes) throws(MQTTCodecError) -> FixedHeader? in
-            try peek(in: bytes, maximumRemainingLength: maximumRemainingLength)
+            try peek(in: bytes, maximumRemainingLength: maximumRemainingLength, version5: version5)
         }
     }
 
-    /// ``peek(in:maximumRemainingLength:)`` on the readable bytes themselves.
+    /// ``peek(in:maximumRemainingLength:version5:)`` on the readable bytes themselves.
     private static func peek(
-        in bytes: UnsafeRawBufferPointer, maximumRemainingLength: Int
+        in bytes: UnsafeRawBufferPointer, maximumRemainingLength: Int, version5: Bool
     ) throws(MQTTCodecError) -> FixedHeader? {
         guard let first = bytes.first else { return nil }
         let flags = first & 0x0F
-        let type = try validatedType(first >> 4)
+        let type = try validatedType(first >> 4, version5: version5)
         try validate(flags: flags, for: type)
         guard let (remainingLength, lengthByteCount) = try bytes.mqttVariableByteInteger(at: 1) else { return nil }
         guard remainingLength <= maximumRemainingLength else {
             throw .packetTooLarge(size: remainingLength, maximum: maximumRemainingLength)
         }
-        if let required = requiredRemainingLength(of: type), remainingLength != required {
+        if let required = requiredRemainingLength(of: type, version5: version5), remainingLength != required {
             throw .invalidRemainingLength(packetType: type, remainingLength: remainingLength)
         }
         var header = FixedHeader(
@@ -58,8 +62,10 @@ struct FixedHeader: Sendable, Hashable {
     }
 
     /// Maps the type nibble to a packet type, rejecting 0 and (before MQTT 5) 15.
-    private static func validatedType(_ nibble: UInt8) throws(MQTTCodecError) -> PacketType {
-        guard let type = PacketType(rawValue: nibble), type != .auth else { throw .reservedPacketType(nibble) }
+    private static func validatedType(_ nibble: UInt8, version5: Bool) throws(MQTTCodecError) -> PacketType {
+        guard let type = PacketType(rawValue: nibble), type != .auth || version5 else {
+            throw .reservedPacketType(nibble)
+        }
         return type
     }
 
@@ -87,8 +93,10 @@ struct FixedHeader: Sendable, Hashable {
         }
     }
 
-    /// The remaining length MQTT 3.1.1 fixes for `type`, or nil when it varies.
-    static func requiredRemainingLength(of type: PacketType) -> Int? {
+    /// The remaining length the protocol fixes for `type`, or nil when it varies. MQTT 5 adds reason codes and
+    /// properties to every packet but PINGREQ and PINGRESP.
+    static func requiredRemainingLength(of type: PacketType, version5: Bool) -> Int? {
+        if version5 { return type == .pingreq || type == .pingresp ? 0 : nil }
         switch type {
         case .connack, .puback, .pubrec, .pubrel, .pubcomp, .unsuback:
             return 2

@@ -18,15 +18,25 @@ extension MQTTCodecError {
             .subscriptionOptionsReservedBitsSet, .subscribeWithoutFilters, .unsubscribeWithoutFilters,
             .subAckWithoutReturnCodes, .invalidSubAckReturnCode, .invalidProtocolName, .connectReservedFlagSet,
             .willQoSOrRetainWithoutWill, .invalidWillQoS, .passwordWithoutUsername, .connAckReservedFlagsSet,
-            .invalidConnAckReturnCode, .sessionPresentWithErrorReturnCode:
+            .invalidConnAckReturnCode, .sessionPresentWithErrorReturnCode, .malformedVariableByteInteger,
+            .propertyLengthExceedsPacket, .unknownPropertyIdentifier, .propertyNotAllowed, .duplicateProperty,
+            .invalidPropertyValue, .authenticationDataWithoutMethod, .missingAuthenticationMethod, .invalidReasonCode,
+            .unsubAckWithoutReasonCodes,
+            .invalidRetainHandling, .noLocalOnSharedSubscription, .emptyTopicNameWithoutTopicAlias,
+            .unexpectedAuthPacket:
             return nil
         }
     }
 
+    /// ``reasonCode`` as an ``MQTTReasonCode``.
+    public var reason: MQTTReasonCode { MQTTReasonCode(rawValue: reasonCode) }
+
     /// The MQTT 5 reason code (MQTT 5.0 table 2-6) this error maps to, for a CONNACK or DISCONNECT.
     ///
     /// This is the one place where protocol errors become reason codes:
-    /// 0x81 Malformed Packet, 0x82 Protocol Error, 0x84 Unsupported Protocol Version,
+    /// 0x81 Malformed Packet (the bytes cannot be parsed: a bad length, an unknown property or one the packet type
+    /// does not allow, a reason code the packet type does not define), 0x82 Protocol Error (parsed, but a value or
+    /// a repetition the spec forbids), 0x84 Unsupported Protocol Version,
     /// 0x85 Client Identifier not valid, 0x8F Topic Filter invalid, 0x90 Topic Name invalid, 0x95 Packet too large.
     public var reasonCode: UInt8 {
         switch self {
@@ -35,10 +45,15 @@ extension MQTTCodecError {
             .invalidUTF8, .nullCharacterInString, .stringTooLong, .binaryDataTooLong,
             .subscriptionOptionsReservedBitsSet, .subAckWithoutReturnCodes, .invalidSubAckReturnCode,
             .connectReservedFlagSet, .willQoSOrRetainWithoutWill, .invalidWillQoS, .passwordWithoutUsername,
-            .connAckReservedFlagsSet, .invalidConnAckReturnCode:
+            .connAckReservedFlagsSet, .invalidConnAckReturnCode, .malformedVariableByteInteger,
+            .propertyLengthExceedsPacket, .unknownPropertyIdentifier, .propertyNotAllowed, .invalidReasonCode,
+            .unsubAckWithoutReasonCodes:
             return MQTT5ReasonCode.malformedPacket
         case .duplicateFlagOnQoS0, .zeroPacketIdentifier, .missingPacketIdentifier, .invalidSubscriptionQoS,
-            .subscribeWithoutFilters, .unsubscribeWithoutFilters, .sessionPresentWithErrorReturnCode:
+            .subscribeWithoutFilters, .unsubscribeWithoutFilters, .sessionPresentWithErrorReturnCode,
+            .duplicateProperty, .invalidPropertyValue, .authenticationDataWithoutMethod, .missingAuthenticationMethod,
+            .invalidRetainHandling,
+            .noLocalOnSharedSubscription, .emptyTopicNameWithoutTopicAlias, .unexpectedAuthPacket:
             return MQTT5ReasonCode.protocolError
         case .packetTooLarge:
             return MQTT5ReasonCode.packetTooLarge

@@ -1,12 +1,12 @@
 /// Everything that can be wrong with MQTT bytes on the wire, or with a packet that is to be encoded.
 ///
-/// Every case is one distinct rule of MQTT 3.1.1 (the spec's normative statement is cited where there is one),
+/// Every case is one distinct rule of MQTT 3.1.1 or 5.0 (the spec's normative statement is cited where there is one),
 /// so that callers and tests can tell exactly which rule a peer broke. Map a case to what goes back on the wire
 /// with ``connectReturnCode`` (3.1.1 CONNACK) or ``reasonCode`` (MQTT 5 reason code).
 public enum MQTTCodecError: Error, Sendable, Hashable {
     // MARK: Fixed header
 
-    /// The packet type nibble is 0 (reserved) or 15 (AUTH, which does not exist before MQTT 5) (MQTT 3.1.1 2.2.1).
+    /// The packet type nibble is 0 (reserved), or 15 (AUTH) on a connection that is not MQTT 5 (MQTT 3.1.1 2.2.1).
     case reservedPacketType(UInt8)
     /// The low nibble of the first byte differs from the value the spec fixes for this packet type: 0b0010 for
     /// PUBREL, SUBSCRIBE and UNSUBSCRIBE, 0 for all others except PUBLISH (MQTT-2.2.2-1, MQTT-2.2.2-2).
@@ -106,4 +106,40 @@ public enum MQTTCodecError: Error, Sendable, Hashable {
     case invalidConnAckReturnCode(UInt8)
     /// A CONNACK with a non-zero return code has Session Present set (MQTT-3.2.2-4).
     case sessionPresentWithErrorReturnCode
+
+    // MARK: MQTT 5
+
+    /// A variable byte integer inside the packet (a property length, property identifier or subscription
+    /// identifier) continues past its fourth byte or uses more bytes than its value needs (MQTT-1.5.5-1).
+    case malformedVariableByteInteger
+    /// The property length announces more bytes than the packet has left (MQTT 5.0 2.2.2.1).
+    case propertyLengthExceedsPacket(declared: Int, available: Int)
+    /// A property identifier that MQTT 5.0 does not define (MQTT 5.0 2.2.2.2).
+    case unknownPropertyIdentifier(Int)
+    /// A property appears in a packet (or the will properties) that table 2-4 does not list it for: a Malformed
+    /// Packet (MQTT 5.0 2.2.2.2).
+    case propertyNotAllowed(MQTTPropertyIdentifier, in: MQTTPropertyContext)
+    /// A property other than User Property (and Subscription Identifier in PUBLISH) appears twice: a Protocol Error.
+    case duplicateProperty(MQTTPropertyIdentifier)
+    /// A property has a value the spec forbids: Payload Format Indicator, Maximum QoS or a flag above 1, Receive
+    /// Maximum, Maximum Packet Size, Topic Alias or Subscription Identifier 0, a Subscription Identifier above
+    /// 268,435,455: a Protocol Error.
+    case invalidPropertyValue(MQTTPropertyIdentifier, value: Int)
+    /// Authentication Data without Authentication Method (MQTT 5.0 3.1.2.11.10, 3.2.2.3.18): a Protocol Error.
+    case authenticationDataWithoutMethod
+    /// An AUTH packet with properties has no Authentication Method (MQTT 5.0 3.15.2.2.2): a Protocol Error.
+    case missingAuthenticationMethod
+    /// A reason code that MQTT 5.0 does not allow in this packet type (table 2-6 and each packet's own table).
+    case invalidReasonCode(UInt8, packetType: PacketType)
+    /// An MQTT 5 UNSUBACK carries no reason code (it carries one per topic filter of the UNSUBSCRIBE).
+    case unsubAckWithoutReasonCodes
+    /// A subscription's Retain Handling is 3 (MQTT 5.0 3.8.3.1): a Protocol Error.
+    case invalidRetainHandling
+    /// No Local is set on a shared subscription ("$share/...") (MQTT-3.8.3-4): a Protocol Error.
+    case noLocalOnSharedSubscription
+    /// An MQTT 5 PUBLISH has an empty topic name and no Topic Alias (MQTT 5.0 3.3.2.1): a Protocol Error.
+    case emptyTopicNameWithoutTopicAlias
+    /// An AUTH packet reached ``MQTTPacketDecoder/decode(from:)``, whose callers do not take part in enhanced
+    /// authentication; ``MQTTPacketDecoder/decodePacketOrAuth(from:)`` returns it. A Protocol Error (MQTT-4.12.0-6).
+    case unexpectedAuthPacket
 }

@@ -1,11 +1,12 @@
 public import NIOCore
 
-/// Encodes MQTT control packets (MQTT 3.1.1; MQTT 3.1 CONNECT too).
+/// Encodes MQTT control packets (MQTT 3.1.1; MQTT 3.1 CONNECT too; MQTT 5.0).
 ///
 /// Each packet's remaining length is computed first, then the fixed header and the fields are written straight
 /// into the caller's buffer: no temporary buffers, one capacity reservation per packet.
 ///
-/// MQTT 5-only fields of the model (properties, reason codes other than success) are not written in 3.1.1.
+/// MQTT 5-only fields of the model (properties, reason codes other than success) are not written in 3.1.1; in MQTT 5
+/// the shortest form the spec allows is written (an acknowledgement of success without properties is four bytes).
 /// For a QoS 0 PUBLISH the DUP flag and any packet identifier are left out, as MQTT-3.3.1-2 and MQTT-2.3.1-5
 /// require. Topic names and filters are not re-validated here (the broker only forwards validated ones); use
 /// ``MQTTTopic`` for user input.
@@ -16,13 +17,14 @@ public enum MQTTPacketEncoder {
     ///   ``ConnectPacket/protocolVersion``.
     /// - Throws: ``MQTTCodecError`` for packets that cannot be encoded: a string or binary field over 65,535 bytes,
     ///   a QoS 1 or 2 PUBLISH without packet identifier, a zero packet identifier, an empty SUBSCRIBE, UNSUBSCRIBE or
-    ///   SUBACK list, a remaining length over 268,435,455, or MQTT 5. `buffer` is unchanged on error.
+    ///   SUBACK list, a remaining length over 268,435,455; in MQTT 5 also a property the packet type does not allow
+    ///   or repeats, a property value or reason code the spec forbids. `buffer` is unchanged on error.
     public static func encode(
         _ packet: MQTTPacket,
         protocolVersion: MQTTProtocolVersion = .v3_1_1,
         into buffer: inout ByteBuffer
     ) throws(MQTTCodecError) {
-        if protocolVersion == .v5 { throw .unsupportedProtocolLevel(protocolVersion.rawValue) }
+        if protocolVersion == .v5 { return try encodeV5(packet, into: &buffer) }
         switch packet {
         case .connect(let connect): try write(connect, into: &buffer)
         case .connack(let connack): try write(connack, into: &buffer)
@@ -46,25 +48,40 @@ public enum MQTTPacketEncoder {
         throws(MQTTCodecError)
     {
         let remainingLength = try packet.remainingLength()
+        try writeHeader(
+            firstByte: packet.packetType.rawValue << 4 | packet.fixedHeaderFlags, remainingLength: remainingLength,
+            into: &buffer)
+        packet.encodeBody(into: &buffer)
+    }
+
+    /// Checks the remaining length, reserves room for the whole packet and writes its fixed header. Always inlined:
+    /// every 3.1.1 packet but the acknowledgements goes through it, and it was part of `write` before MQTT 5 needed it.
+    @inline(__always)
+    static func writeHeader(firstByte: UInt8, remainingLength: Int, into buffer: inout ByteBuffer)
+        throws(MQTTCodecError)
+    {
         guard remainingLength <= MQTTPacketDecoder.protocolMaximumPacketSize else {
             throw .packetTooLarge(size: remainingLength, maximum: MQTTPacketDecoder.protocolMaximumPacketSize)
         }
         buffer.reserveCapacity(
             minimumWritableBytes: 1 + MQTTWireSize.variableByteInteger(remainingLength) + remainingLength)
-        buffer.writeMQTTFixedHeader(
-            firstByte: packet.packetType.rawValue << 4 | packet.fixedHeaderFlags, remainingLength: remainingLength)
-        packet.encodeBody(into: &buffer)
+        buffer.writeMQTTFixedHeader(firstByte: firstByte, remainingLength: remainingLength)
     }
 }
 
-/// PUBACK, PUBREC, PUBREL and PUBCOMP: a fixed header with remaining length 2, then the packet identifier.
+/// PUBACK, PUBREC, PUBREL and PUBCOMP: a fixed header with remaining length 2, then the packet identifier (in
+/// MQTT 5 optionally followed by a reason code and properties).
 protocol MQTTIdentifierOnlyPacket {
     /// The packet type written in the fixed header.
     var packetType: PacketType { get }
-    /// The packet identifier, the packet's whole body.
+    /// The packet identifier, the packet's whole body in 3.1.1.
     var packetID: UInt16 { get }
-    /// Creates the packet with success and no properties.
-    init(packetID: UInt16, reasonCode: UInt8, properties: MQTTProperties)
+    /// The MQTT 5 reason code.
+    var reasonCode: MQTTReasonCode { get }
+    /// The MQTT 5 properties.
+    var properties: MQTTProperties { get }
+    /// Creates the packet.
+    init(packetID: UInt16, reasonCode: MQTTReasonCode, properties: MQTTProperties)
 }
 
 extension MQTTIdentifierOnlyPacket {
@@ -74,7 +91,7 @@ extension MQTTIdentifierOnlyPacket {
     static func decode(identifier: UInt16?) throws(MQTTCodecError) -> Self {
         guard let identifier else { throw .unexpectedEndOfPacket }
         guard identifier != 0 else { throw .zeroPacketIdentifier }
-        return Self(packetID: identifier, reasonCode: 0, properties: .none)
+        return Self(packetID: identifier, reasonCode: .success, properties: .none)
     }
 }
 

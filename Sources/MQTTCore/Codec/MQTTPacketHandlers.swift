@@ -17,9 +17,10 @@ public final class MQTTPacketDecoderHandler: ByteToMessageDecoder {
         set { decoder.protocolVersion = newValue }
     }
 
-    /// Creates a handler that rejects packets whose remaining length exceeds `maximumPacketSize`.
-    public init(maximumPacketSize: Int = MQTTPacketDecoder.protocolMaximumPacketSize) {
-        self.decoder = MQTTPacketDecoder(maximumPacketSize: maximumPacketSize)
+    /// Creates a handler that rejects packets whose remaining length exceeds `maximumPacketSize`, and decodes
+    /// MQTT 5 only if `acceptsVersion5` (see ``MQTTPacketDecoder/acceptsVersion5``).
+    public init(maximumPacketSize: Int = MQTTPacketDecoder.protocolMaximumPacketSize, acceptsVersion5: Bool = false) {
+        self.decoder = MQTTPacketDecoder(maximumPacketSize: maximumPacketSize, acceptsVersion5: acceptsVersion5)
     }
 
     /// Decodes one packet if the buffer holds a whole one.

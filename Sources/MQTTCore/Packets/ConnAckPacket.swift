@@ -1,16 +1,30 @@
-/// CONNACK: the server's answer to CONNECT (MQTT 3.1.1 section 3.2).
+/// CONNACK: the server's answer to CONNECT (MQTT 3.1.1 section 3.2, MQTT 5.0 section 3.2).
 public struct ConnAckPacket: Sendable, Hashable {
     /// Whether the server resumed a stored session for this client.
     public var sessionPresent: Bool
-    /// The connect return code (3.1.1) / reason code (5).
-    public var returnCode: ConnectReturnCode
+    /// The MQTT 5 reason code. A 3.1.1 CONNACK is held as the 5.0 code for the same refusal (table 3-1 of each
+    /// spec), so that one field serves both versions; ``returnCode`` is the 3.1.1 view of it.
+    public var reasonCode: MQTTReasonCode
     /// MQTT 5 CONNACK properties; empty for 3.1.1.
     public var properties: MQTTProperties
 
-    /// Creates a CONNACK packet.
+    /// The connect return code of 3.1.1: ``reasonCode`` mapped to the nearest of its six values.
+    public var returnCode: ConnectReturnCode {
+        get { ConnectReturnCode(reasonCode) }
+        set { reasonCode = MQTTReasonCode(newValue) }
+    }
+
+    /// Creates a CONNACK packet from a 3.1.1 return code.
     public init(sessionPresent: Bool = false, returnCode: ConnectReturnCode = .accepted, properties: MQTTProperties = .none) {
         self.sessionPresent = sessionPresent
-        self.returnCode = returnCode
+        self.reasonCode = MQTTReasonCode(returnCode)
+        self.properties = properties
+    }
+
+    /// Creates a CONNACK packet from an MQTT 5 reason code.
+    public init(sessionPresent: Bool = false, reasonCode: MQTTReasonCode, properties: MQTTProperties = .none) {
+        self.sessionPresent = sessionPresent
+        self.reasonCode = reasonCode
         self.properties = properties
     }
 }

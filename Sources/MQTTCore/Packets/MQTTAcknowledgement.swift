@@ -1,7 +1,8 @@
 /// A PUBACK, PUBREC, PUBREL or PUBCOMP as MQTT 3.1.1 has them: a type and a packet identifier, four bytes on the
 /// wire. A broker writes one of these for nearly every packet it receives; this value lets it do so without
 /// building an ``MQTTPacket`` (whose acknowledgement structs carry an MQTT 5 property list) and encoding it through
-/// the general encoder's switch: ``MQTTPacketEncoder`` writes it directly.
+/// the general encoder's switch: ``MQTTPacketEncoder`` writes it directly. The same four bytes are an MQTT 5
+/// acknowledgement of success without properties (MQTT 5.0 3.4.2.1), so it serves both versions.
 public struct MQTTAcknowledgement: Sendable, Hashable {
     /// Which of the four identifier-only packets.
     public enum Kind: Sendable, Hashable {

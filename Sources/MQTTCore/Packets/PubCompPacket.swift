@@ -2,13 +2,13 @@
 public struct PubCompPacket: Sendable, Hashable {
     /// The packet identifier of the message this packet belongs to.
     public var packetID: UInt16
-    /// MQTT 5 reason code; always 0 (success) for 3.1.1.
-    public var reasonCode: UInt8
+    /// MQTT 5 reason code; always ``MQTTReasonCode/success`` for 3.1.1, which has no reason codes.
+    public var reasonCode: MQTTReasonCode
     /// MQTT 5 properties; empty for 3.1.1.
     public var properties: MQTTProperties
 
     /// Creates a PUBCOMP packet.
-    public init(packetID: UInt16, reasonCode: UInt8 = 0, properties: MQTTProperties = .none) {
+    public init(packetID: UInt16, reasonCode: MQTTReasonCode = .success, properties: MQTTProperties = .none) {
         self.packetID = packetID
         self.reasonCode = reasonCode
         self.properties = properties

@@ -1,16 +1,30 @@
-/// SUBACK: the server's answer to SUBSCRIBE (MQTT 3.1.1 section 3.9).
+/// SUBACK: the server's answer to SUBSCRIBE (MQTT 3.1.1 section 3.9, MQTT 5.0 section 3.9).
 public struct SubAckPacket: Sendable, Hashable {
     /// The identifier of the SUBSCRIBE this answers.
     public var packetID: UInt16
-    /// One return code per requested filter, in the same order.
-    public var returnCodes: [SubAckReturnCode]
+    /// One reason code per requested filter, in the same order: Granted QoS 0 to 2, or a failure (0x80 and above).
+    /// 3.1.1 has only 0x80 for failure; its encoder writes every failure as 0x80.
+    public var reasonCodes: [MQTTReasonCode]
     /// MQTT 5 properties; empty for 3.1.1.
     public var properties: MQTTProperties
 
-    /// Creates a SUBACK packet.
+    /// The 3.1.1 view of ``reasonCodes``: the granted QoS, or failure for any failure code.
+    public var returnCodes: [SubAckReturnCode] {
+        get { reasonCodes.map(SubAckReturnCode.init) }
+        set { reasonCodes = newValue.map(MQTTReasonCode.init) }
+    }
+
+    /// Creates a SUBACK packet from 3.1.1 return codes.
     public init(packetID: UInt16, returnCodes: [SubAckReturnCode], properties: MQTTProperties = .none) {
         self.packetID = packetID
-        self.returnCodes = returnCodes
+        self.reasonCodes = returnCodes.map(MQTTReasonCode.init)
+        self.properties = properties
+    }
+
+    /// Creates a SUBACK packet from MQTT 5 reason codes.
+    public init(packetID: UInt16, reasonCodes: [MQTTReasonCode], properties: MQTTProperties = .none) {
+        self.packetID = packetID
+        self.reasonCodes = reasonCodes
         self.properties = properties
     }
 }

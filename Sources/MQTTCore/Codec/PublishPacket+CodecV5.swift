@@ -1,0 +1,43 @@
+import NIOCore
+
+extension PublishPacket: MQTT5PacketBodyEncodable {
+    /// Decodes an MQTT 5 PUBLISH body (MQTT 5.0 section 3.3): topic name, packet identifier if QoS > 0, properties,
+    /// payload. Kept apart from the 3.1.1 ``decode(from:flags:previousTopic:)`` so that the 3.1.1 path carries no
+    /// MQTT 5 branch.
+    ///
+    /// The topic name may be empty when a Topic Alias stands for it (MQTT 5.0 3.3.2.1); resolving the alias is the
+    /// receiver's job, which holds the alias table. The 3.1.1 decoder's reuse of the previous topic is not shared,
+    /// so that MQTT 5 leaves the 3.1.1 PUBLISH path exactly as it was.
+    static func decodeV5(from body: inout ByteBuffer, flags: UInt8) throws(MQTTCodecError) -> PublishPacket {
+        guard let qos = QoS(rawValue: (flags >> 1) & 0b11) else { throw .invalidPublishQoS }
+        let topic = try body.readMQTTString()
+        if !topic.isEmpty { try MQTTTopic.validateName(topic) }
+        var packetID: UInt16?
+        if qos != .atMostOnce { packetID = try body.readMQTTPacketID() }
+        let properties = try MQTTProperties.decode(from: &body, context: .publish)
+        if topic.isEmpty, properties.topicAlias == nil { throw .emptyTopicNameWithoutTopicAlias }
+        let payload = body.readSlice(length: body.readableBytes) ?? ByteBuffer()
+        return PublishPacket(
+            topic: topic,
+            payload: payload,
+            qos: qos,
+            retain: flags & 0b0001 != 0,
+            dup: flags & 0b1000 != 0,
+            packetID: packetID,
+            properties: properties
+        )
+    }
+
+    func remainingLengthV5() throws(MQTTCodecError) -> Int {
+        var length = try remainingLength()
+        length += MQTTProperties.wireSize(propertyLength: try properties.encodedLength(in: .publish))
+        return length
+    }
+
+    func encodeBodyV5(into buffer: inout ByteBuffer) {
+        buffer.writeMQTTString(topic)
+        if qos != .atMostOnce, let packetID { buffer.writeInteger(packetID) }
+        properties.encode(into: &buffer)
+        buffer.writeImmutableBuffer(payload)
+    }
+}
