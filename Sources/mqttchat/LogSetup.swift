@@ -12,14 +12,15 @@ enum LogSetup {
     /// Sets up the logging backend and returns the broker's logger; a `log_dest file` that cannot be opened for
     /// appending fails here, before the broker starts (mosquitto exits too).
     static func bootstrap(level: Logger.Level, destination: BrokerSettings.LogDestination) throws(Failure) -> Logger {
-        var file: LogFile?
+        var opened: LogFile?
         if case .file(let path) = destination {
             let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o640)
             guard descriptor >= 0 else {
                 throw Failure(message: "cannot open log file \(path): \(String(cString: strerror(errno)))")
             }
-            file = LogFile(handle: FileHandle(fileDescriptor: descriptor, closeOnDealloc: true))
+            opened = LogFile(handle: FileHandle(fileDescriptor: descriptor, closeOnDealloc: true))
         }
+        let file = opened  // a constant: the factory below may run on any thread
         LoggingSystem.bootstrap { label in
             var handler: any LogHandler
             switch destination {
