@@ -22,6 +22,9 @@ import NIOCore
 /// - `certfile`, `keyfile`, `cafile`, `require_certificate`, `use_identity_as_username` and `tls_version`
 ///   must follow a `listener` line (mosquitto would apply them to its default listener); a TLS option without
 ///   `certfile` and `keyfile` in its listener is an error; `tls_version` takes `tlsv1.2` (the default) or `tlsv1.3`.
+/// - `protocol mqtt|websockets` and `http_dir DIR` must follow a `listener` line too; `http_dir` on a listener
+///   that is not `protocol websockets`, or naming no directory, is an error (mosquitto ignores the former and fails
+///   at startup on the latter).
 public enum BrokerConfigParser {
     /// Reads and parses the file at `path`.
     public static func load(path: String) throws(BrokerConfigError) -> BrokerSettings {
@@ -41,6 +44,7 @@ public enum BrokerConfigParser {
         var logTypeLevel: Logger.Level?
         var anonymousSet = false
         var tlsDrafts: [Int: ListenerTLSDraft] = [:]  // by listener index
+        var protocolDrafts: [Int: ListenerProtocolDraft] = [:]  // by listener index
         var persistenceLines = PersistenceConfigLines()
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = ConfigLine(rawLine, source: source, number: index + 1)
@@ -54,11 +58,22 @@ public enum BrokerConfigParser {
                 try tlsDrafts[listeners.count - 1, default: ListenerTLSDraft()].record(option, line)
                 continue
             }
+            if ListenerProtocolDraft.options.contains(option) {  // belongs to the listener above it, as TLS
+                guard !listeners.isEmpty else {
+                    throw .invalidListenerSettings(
+                        source: source, line: line.number, option: option, reason: "must follow a listener line")
+                }
+                try protocolDrafts[listeners.count - 1, default: ListenerProtocolDraft()].record(option, line)
+                continue
+            }
             if try persistenceLines.take(option, line) { continue }
             try apply(option, line, to: &settings, listeners: &listeners, logTypeLevel: &logTypeLevel)
         }
         for (index, draft) in tlsDrafts.sorted(by: { $0.key < $1.key }) {
             listeners[index].tls = try draft.finish()
+        }
+        for (index, draft) in protocolDrafts.sorted(by: { $0.key < $1.key }) {
+            try draft.apply(to: &listeners[index])
         }
         if !listeners.isEmpty {
             settings.configuration.listeners = listeners
@@ -81,9 +96,9 @@ public enum BrokerConfigParser {
     /// Options refused until the broker implements them.
     static let notYetSupported: Set<String> = [
         "autosave_on_changes", "persistence_file", "capath",
-        "bind_address", "bind_interface", "protocol", "mount_point", "include_dir", "plugin", "auth_plugin",
+        "bind_address", "bind_interface", "mount_point", "include_dir", "plugin", "auth_plugin",
         "psk_file", "use_subject_as_username", "allow_zero_length_clientid", "persistent_client_expiration",
-        "message_size_limit", "upgrade_outgoing_qos", "socket_domain", "http_dir", "websockets_log_level",
+        "message_size_limit", "upgrade_outgoing_qos", "socket_domain", "websockets_log_level",
         "per_listener_settings", "connection", "address",
     ]
 
