@@ -81,4 +81,13 @@ struct WebSocketConfigParserTests {
             BrokerConfigError.invalidListenerSettings(source: "p.conf", line: 2, option: "http_dir", reason: "x").description
                 == "p.conf:2: http_dir x")
     }
+
+    @Test("the shipped config adds a websockets listener on 127.0.0.1:8080 serving web/ from the repository root")
+    func shippedConfig() throws {
+        // http_dir is relative to the working directory (the repository root for scripts/run.sh and `swift test`).
+        let listeners = try shippedBrokerSettings().configuration.listeners
+        #expect(listeners.count == 2)
+        #expect(listeners[0] == .init(host: "127.0.0.1", port: 1883))
+        #expect(listeners[1] == .init(host: "127.0.0.1", port: 8080, transportProtocol: .websockets, httpDirectory: "web"))
+    }
 }
