@@ -151,6 +151,18 @@ def test_disconnect_publishes_no_will(ws_broker, ws_client, client_factory):
     watcher.no_message(0.5)
 
 
+def test_persistent_session_over_websockets_gets_what_came_while_away(ws_broker, ws_client, client_factory):
+    broker = ws_broker()
+    topic, client_id = unique("ws-session"), unique("ws-sess").replace("/", "-")
+    first = ws_client(broker, client_id=client_id, clean=False)
+    assert first.subscribe(topic, 1) == 1
+    first.disconnect()
+    client_factory(broker).publish(topic, b"while you were away", qos=1)  # over TCP
+    back = ws_client(broker, client_id=client_id, clean=False)
+    assert back.session_present
+    assert back.get().payload == b"while you were away"
+
+
 def test_websocket_and_tcp_clients_talk_both_ways(ws_broker, ws_client, client_factory):
     broker = ws_broker()
     browser, terminal = ws_client(broker), client_factory(broker)
@@ -211,19 +223,21 @@ def test_http_dir_serves_the_page_beside_mqtt(tmp_path, ws_broker, ws_client):
 
 @pytest.fixture(scope="module")
 def ws_pki(tmp_path_factory) -> Path:
-    return make_certs(tmp_path_factory.mktemp("ws-pki"))
+    return make_certs(tmp_path_factory.mktemp("ws-pki"), "alice")
 
 
 class WSSBroker(Broker):
     """Our broker with a plain TCP listener and a WebSockets-over-TLS one with the suite's test certificates."""
 
-    def __init__(self, tmp: Path, pki: Path):
+    def __init__(self, tmp: Path, pki: Path, listener_options: dict, options: dict):
         self.pki = pki
-        super().__init__("mqttchat", tmp, {"websockets": True})
+        self.listener_options = listener_options
+        super().__init__("mqttchat", tmp, {"websockets": True, **options})
 
     def websocket_listener_lines(self) -> list[str]:
-        return super().websocket_listener_lines() + [f"certfile {self.pki / 'server.crt'}",
-                                                     f"keyfile {self.pki / 'server.key'}"]
+        return super().websocket_listener_lines() + [
+            f"certfile {self.pki / 'server.crt'}", f"keyfile {self.pki / 'server.key'}"
+        ] + [f"{k} {v}" for k, v in self.listener_options.items()]
 
 
 @pytest.fixture
@@ -231,10 +245,11 @@ def wss_broker(tmp_path, request, ws_pki):
     if mqttchat_bin() is None:
         pytest.skip("MQTTCHAT_BIN is unset or not a file")
 
-    def make(index: int) -> WSSBroker:
+    def make(index: int, listener_options: dict | None = None, **options) -> WSSBroker:
+        """listener_options go after the wss listener line (cafile, require_certificate, ...), options before."""
         d = tmp_path / f"wss{index}"
         d.mkdir()
-        return WSSBroker(d, ws_pki)
+        return WSSBroker(d, ws_pki, listener_options or {}, options)
 
     yield from managed_brokers(request, make)
 
@@ -263,3 +278,23 @@ def test_plain_websocket_on_the_wss_port_is_refused(wss_broker):
         context.verify_mode = ssl.CERT_NONE
         with context.wrap_socket(plain) as tls:  # the port itself is alive and speaks TLS
             assert tls.version() is not None
+
+
+def test_wss_certificate_identity_reaches_the_connection(wss_broker, ws_pki, tmp_path):
+    """use_identity_as_username on a wss listener: the CN arrives during the TLS handshake, before the HTTP upgrade,
+    and must still be the MQTT connection's user name (the ACL only lets user alice at users/alice/#)."""
+    acl = tmp_path / "acl"
+    acl.write_text("pattern readwrite users/%u/#\n")
+    broker = wss_broker({"cafile": ws_pki / "ca.crt", "require_certificate": "true",
+                         "use_identity_as_username": "true"}, acl_file=acl)
+    alice = Client(broker.ws_port, transport="websockets")
+    alice.c.tls_set(ca_certs=str(ws_pki / "ca.crt"), certfile=str(ws_pki / "alice.crt"),
+                    keyfile=str(ws_pki / "alice.key"))
+    try:
+        alice.connect()
+        assert alice.subscribe("users/alice/#", 1) == 1
+        assert alice.subscribe("users/bob/#", 1) == 0x80
+        alice.publish("users/alice/inbox", b"mine", qos=1)
+        assert alice.get().payload == b"mine"
+    finally:
+        alice.stop()

@@ -90,6 +90,28 @@ struct HTTPDirLiveTests {
         }
     }
 
+    @Test("keep-alive serves request after request; a connection idle for connect_timeout is closed")
+    func keepAliveAndIdle() async throws {
+        try await withWebSocketBroker({ $0.connectTimeout = .seconds(1) }) { _, address in
+            let connection = try await RawConnection.open(to: address)
+            let request = Array("HEAD /a HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+            try await connection.send(request + request)  // pipelined: answered in order
+            let answered = try await poll(every: .milliseconds(10), for: .seconds(5)) {
+                String(decoding: try await connection.received(), as: UTF8.self)
+                    .components(separatedBy: "HTTP/1.1 404").count == 3
+            }
+            #expect(answered)
+            let start = ContinuousClock.now
+            #expect(await connection.closedByBroker(within: .seconds(5)))
+            #expect(ContinuousClock.now - start > .milliseconds(500))
+            await connection.close()
+
+            let silent = try await RawConnection.open(to: address)  // never sends a byte
+            #expect(await silent.closedByBroker(within: .seconds(5)))
+            await silent.close()
+        }
+    }
+
     @Test("request targets map to paths inside the directory or are refused")
     func pathRules() {
         #expect(StaticFilePath.relativePath(forTarget: "/") == .success("index.html"))
