@@ -46,6 +46,8 @@ public final class MQTTBrokerServer: Service, Sendable {
     /// How many event loops serve client sockets.
     let socketEventLoopCount: Int
     private let state: NIOLoopBoundBox<State>
+    /// Connections of WebSocket listeners not upgraded to MQTT yet, which the core does not know: closed at shutdown.
+    private let httpPhaseChannels = HTTPPhaseChannels()
 
     /// Creates a broker; nothing is bound until ``start()`` or ``run()``.
     public init(
@@ -136,6 +138,7 @@ public final class MQTTBrokerServer: Service, Sendable {
         let coreLoop = eventLoop
         let socketGroup = makeSocketGroup()
         let logger = self.logger
+        let httpPhaseChannels = self.httpPhaseChannels
         let listenerContexts = zip(tlsContexts, webSocketContexts)
         let bootstraps = zip(configuration.listeners, listenerContexts).map { listener, contexts in
             let (tls, webSocket) = contexts
@@ -163,7 +166,8 @@ public final class MQTTBrokerServer: Service, Sendable {
                             }
                         }
                         if let webSocket {  // HTTP until the WebSocket upgrade, then MQTT behind the frame handler
-                            try webSocket.addHandlers(to: channel, addConnection: addConnection)
+                            try webSocket.addHandlers(
+                                to: channel, tracking: httpPhaseChannels, addConnection: addConnection)
                         } else {
                             try addConnection(channel)
                         }
@@ -328,6 +332,7 @@ public final class MQTTBrokerServer: Service, Sendable {
         state.value.isShutDown = true
         var listenersClosed = state.value.serverChannels.map { $0.close() }
         state.value.serverChannels = []
+        httpPhaseChannels.closeAll()  // after the listeners: nothing new is accepted behind it
         let watcher = state.value.socketWatcher
         state.value.socketWatcher = nil
         if let watcher {  // stop accepting first; the watcher itself stops once every connection is closed

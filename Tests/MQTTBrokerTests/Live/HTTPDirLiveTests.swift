@@ -128,3 +128,22 @@ struct HTTPDirLiveTests {
         #expect(StaticFilePath.contentType(forPath: "README") == "application/octet-stream")
     }
 }
+
+@Suite("WebSocket listener shutdown", .timeLimit(.minutes(1)))
+struct WebSocketShutdownLiveTests {
+    @Test("shutdown closes connections still speaking HTTP, as it closes MQTT ones")
+    func closesHTTPPhase() async throws {
+        var configuration = BrokerConfiguration()
+        configuration.sysInterval = nil
+        configuration.listeners = [.init(host: "127.0.0.1", port: 0, transportProtocol: .websockets)]
+        let (server, addresses) = try await startInProcessBroker(configuration, logger: brokerTestLogger)
+        let idle = try await RawConnection.open(to: addresses[0])  // connected, never sends a request
+        let upgraded = try await RawWebSocket.open(to: addresses[0])
+        await server.shutdown()
+        #expect(await idle.closedByBroker(within: .seconds(2)))
+        #expect(try await upgraded.nextFrame().closeCode == 1000)  // closed by the core, with a close frame
+        #expect(await upgraded.connection.closedByBroker(within: .seconds(2)))
+        await idle.close()
+        await upgraded.close()
+    }
+}

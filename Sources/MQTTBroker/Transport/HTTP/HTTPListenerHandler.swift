@@ -8,6 +8,9 @@ import NIOWebSocket
 /// and HEAD; without, it answers 404, as mosquitto's listener without `http_dir` serves nothing. An upgrade that
 /// reached it was refused (no `mqtt` or `mqttv3.1` subprotocol, a bad key or version): 400, then close.
 ///
+/// Only a connection's first request can upgrade (NIO's upgrade handler leaves the pipeline after a plain request),
+/// so a later upgrade on a keep-alive connection gets the 400 too; browsers open a fresh connection for a WebSocket.
+///
 /// A connection that stays idle for ``idleTimeout`` between requests is closed, so HTTP sockets cannot pile up
 /// before the MQTT connect timeout applies. It also keeps the TLS client identity (`use_identity_as_username`), which
 /// arrives before the first request, for the MQTT connection that replaces it on upgrade.

@@ -56,11 +56,13 @@ struct WebSocketListenerContext: Sendable {
     }
 
     /// Adds the HTTP and upgrade handlers to a new connection's pipeline (after any TLS handlers); once a WebSocket
-    /// upgrade is done, `addConnection` adds the MQTT connection behind ``WebSocketMQTTHandler``. Call on the
-    /// channel's event loop.
+    /// upgrade is done, `addConnection` adds the MQTT connection behind ``WebSocketMQTTHandler``. Until then the
+    /// channel is in `httpChannels`, so that shutdown closes it. Call on the channel's event loop.
     func addHandlers(
-        to channel: any Channel, addConnection: @escaping @Sendable (any Channel) throws -> Void
+        to channel: any Channel, tracking httpChannels: HTTPPhaseChannels,
+        addConnection: @escaping @Sendable (any Channel) throws -> Void
     ) throws {
+        httpChannels.add(channel)
         let upgrader = NIOWebSocketServerUpgrader(
             maxFrameSize: maxFrameSize,
             automaticErrorHandling: false,  // WebSocketMQTTHandler answers codec errors with the close frame
@@ -75,6 +77,7 @@ struct WebSocketListenerContext: Sendable {
                     _ = operations.removeHandler(http)
                     try operations.addHandler(WebSocketMQTTHandler())
                     try addConnection(channel)
+                    httpChannels.remove(channel)  // an MQTT connection now: the core closes it at shutdown
                     // The certificate identity arrived during the HTTP phase; the connection needs it before CONNECT,
                     // and NIO hands on the bytes that came with or after the upgrade request only once this returns.
                     if let identity { channel.pipeline.fireUserInboundEventTriggered(identity) }
