@@ -11,8 +11,8 @@ public import ServiceLifecycle
 /// All broker state lives on one event loop, so routing takes no locks. With one socket loop
 /// (``BrokerConfiguration/eventLoopCount`` 1) and `socket_engine auto`, that is an ``EpollEventLoop`` of the broker's
 /// own, which serves the plain-TCP sockets itself with plain system calls (``EpollSocketTransport``); TLS and
-/// WebSocket sockets are then served on a loop of `eventLoopGroup` and relayed. Otherwise it is one loop of `eventLoopGroup` (chosen
-/// once with `next()`). Accepted sockets are spread over ``BrokerConfiguration/eventLoopCount`` loops of the group: a socket on
+/// WebSocket sockets are then served on a loop of `eventLoopGroup` and relayed. Otherwise it is one loop of
+/// `eventLoopGroup` (chosen once with `next()`). Accepted sockets are spread over ``BrokerConfiguration/eventLoopCount`` loops of the group: a socket on
 /// the core's loop is served in its own pipeline; a socket on another loop does its reads, writes and system calls
 /// there and hands its bytes over through a ``ConnectionRelay`` (one `execute` per read batch and per flush, never
 /// a lock per message). Use it as a `ServiceLifecycle` service (``run()``) or drive it directly with ``start()``

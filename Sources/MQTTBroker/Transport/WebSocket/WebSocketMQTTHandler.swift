@@ -29,7 +29,8 @@ final class WebSocketMQTTHandler: ChannelDuplexHandler {
         case .ignore:
             break
         case .pong(let payload):
-            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: payload)), promise: nil)
+            let pong = WebSocketFrame(fin: true, opcode: .pong, data: payload)
+            context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
         case .answerClose(let code):
             sendCloseThenClose(context: context, code: code, promise: nil)
         case .fail(let code):
