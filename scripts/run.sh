@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: installs what is needed, builds mqttchat, starts the mini broker on the
-# shipped default config (broker-config/mqttchat.conf: 127.0.0.1:1883), and opens a chat
-# session against it in room "lobby". Type to chat (/help lists the commands, /quit ends);
+# shipped default config (broker-config/mqttchat.conf: MQTT on 127.0.0.1:1883, and MQTT over
+# WebSockets plus the browser chat page from web/ on 127.0.0.1:8080), prints the web chat's
+# URL, and opens a chat session against it in room "lobby". Type to chat (/help lists the commands, /quit ends);
 # when the session ends the broker is stopped too.
 #
 #   scripts/run.sh [--room ROOM] [--name NAME]       (defaults: lobby, your login name)
@@ -64,6 +65,12 @@ PORT=$(sed -n 's/.*listening on [^ ]*:\([0-9]*\).*/\1/p' "$WORK/broker.out" | he
 PORT=${PORT:-1883}
 echo "run.sh: a second participant (another terminal, while this session runs):" \
   "$(printf '%q ' "$BIN" chat -p "$PORT" --room "$ROOM" --name "${NAME}2" | sed 's/ $//')"
+# The shipped config's second listener is the WebSocket one (protocol websockets, http_dir web): the broker
+# serves the browser chat page there.
+WEB_PORT=$(sed -n 's/.*listening on [^ ]* [^ ]*:\([0-9]*\).*/\1/p' "$WORK/broker.out" | head -1)
+if [ -n "$WEB_PORT" ]; then
+  echo "run.sh: the web chat (a browser on this machine): http://127.0.0.1:$WEB_PORT/?room=$ROOM&name=$NAME"
+fi
 echo "run.sh: chatting in room '$ROOM' as '$NAME' — /help for commands, /quit to end"
 
 "$BIN" chat -p "$PORT" --room "$ROOM" --name "$NAME"

@@ -8,20 +8,42 @@ public import NIOCore
 /// `max_queued_messages`, `max_packet_size`, `max_qos`, `retain_available`, `sys_interval`, `max_keepalive`,
 /// `allow_anonymous`), so a config-file parser can map them one to one.
 public struct BrokerConfiguration: Sendable {
+    /// What a listener's clients speak on top of TCP (or TLS): mosquitto's `protocol` option.
+    public enum ListenerProtocol: String, Sendable, Hashable {
+        /// MQTT packets straight on the socket (`protocol mqtt`, the default).
+        case mqtt
+        /// MQTT packets in WebSocket binary frames after an HTTP/1.1 upgrade (`protocol websockets`), for browsers;
+        /// see Sources/MQTTBroker/Transport/WebSocket/.
+        case websockets
+    }
+
     /// One TCP listener.
     public struct Listener: Sendable, Hashable {
         /// The address to bind; the broker is meant to listen on loopback unless told otherwise.
         public var host: String = "127.0.0.1"
         /// The TCP port; 0 binds an ephemeral port (read it back from ``MQTTBrokerServer/start()``).
         public var port: Int = 1883
-        /// Serve TLS on this listener (Sources/MQTTBroker/TLS); `nil` is plain MQTT over TCP.
+        /// Serve TLS on this listener (Sources/MQTTBroker/TLS); `nil` is plain MQTT over TCP. On a
+        /// ``ListenerProtocol/websockets`` listener it makes WebSockets over TLS (`wss://`).
         public var tls: BrokerTLSConfiguration?
+        /// Plain MQTT or MQTT over WebSockets. A WebSocket listener is always served by SwiftNIO (never by the
+        /// broker's own epoll loop), and its connections never park.
+        public var transportProtocol: ListenerProtocol = .mqtt
+        /// A directory whose files a ``ListenerProtocol/websockets`` listener serves to HTTP requests that are not a
+        /// WebSocket upgrade (mosquitto's `http_dir`): GET and HEAD only, never outside the directory. `nil` answers
+        /// such requests 404.
+        public var httpDirectory: String?
 
         /// Creates a listener description.
-        public init(host: String = "127.0.0.1", port: Int = 1883, tls: BrokerTLSConfiguration? = nil) {
+        public init(
+            host: String = "127.0.0.1", port: Int = 1883, tls: BrokerTLSConfiguration? = nil,
+            transportProtocol: ListenerProtocol = .mqtt, httpDirectory: String? = nil
+        ) {
             self.host = host
             self.port = port
             self.tls = tls
+            self.transportProtocol = transportProtocol
+            self.httpDirectory = httpDirectory
         }
     }
 

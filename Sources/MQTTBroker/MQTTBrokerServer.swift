@@ -10,9 +10,9 @@ public import ServiceLifecycle
 ///
 /// All broker state lives on one event loop, so routing takes no locks. With one socket loop
 /// (``BrokerConfiguration/eventLoopCount`` 1) and `socket_engine auto`, that is an ``EpollEventLoop`` of the broker's
-/// own, which serves the plain-TCP sockets itself with plain system calls (``EpollSocketTransport``); TLS sockets
-/// are then served on a loop of `eventLoopGroup` and relayed. Otherwise it is one loop of `eventLoopGroup` (chosen
-/// once with `next()`). Accepted sockets are spread over ``BrokerConfiguration/eventLoopCount`` loops of the group: a socket on
+/// own, which serves the plain-TCP sockets itself with plain system calls (``EpollSocketTransport``); TLS and
+/// WebSocket sockets are then served on a loop of `eventLoopGroup` and relayed. Otherwise it is one loop of
+/// `eventLoopGroup` (chosen once with `next()`). Accepted sockets are spread over ``BrokerConfiguration/eventLoopCount`` loops of the group: a socket on
 /// the core's loop is served in its own pipeline; a socket on another loop does its reads, writes and system calls
 /// there and hands its bytes over through a ``ConnectionRelay`` (one `execute` per read batch and per flush, never
 /// a lock per message). Use it as a `ServiceLifecycle` service (``run()``) or drive it directly with ``start()``
@@ -46,6 +46,8 @@ public final class MQTTBrokerServer: Service, Sendable {
     /// How many event loops serve client sockets.
     let socketEventLoopCount: Int
     private let state: NIOLoopBoundBox<State>
+    /// Connections of WebSocket listeners not upgraded to MQTT yet, which the core does not know: closed at shutdown.
+    private let httpPhaseChannels = HTTPPhaseChannels()
 
     /// Creates a broker; nothing is bound until ``start()`` or ``run()``.
     public init(
@@ -77,8 +79,12 @@ public final class MQTTBrokerServer: Service, Sendable {
     public func start() async throws -> [SocketAddress] {
         // One TLS context per TLS listener, built off the event loops (it reads files); throws BrokerTLSError.
         let tlsContexts = try await TLSListenerContext.make(for: configuration.listeners)
+        // One per WebSocket listener, its http_dir resolved; throws WebSocketListenerError.
+        let webSocketContexts = try await WebSocketListenerContext.make(for: configuration)
         guard ownLoop == nil || !ownLoopStopped.withLockedValue({ $0 }) else { throw MQTTBrokerError.alreadyShutDown }
-        return try await eventLoop.flatSubmit { self.startOnLoop(tlsContexts: tlsContexts) }.get()
+        return try await eventLoop.flatSubmit {
+            self.startOnLoop(tlsContexts: tlsContexts, webSocketContexts: webSocketContexts)
+        }.get()
     }
 
     /// Service entry point: starts if needed, runs until graceful shutdown or task cancellation, then closes the
@@ -118,7 +124,9 @@ public final class MQTTBrokerServer: Service, Sendable {
 
     // MARK: On the broker loop
 
-    private func startOnLoop(tlsContexts: [TLSListenerContext?]) -> EventLoopFuture<[SocketAddress]> {
+    private func startOnLoop(
+        tlsContexts: [TLSListenerContext?], webSocketContexts: [WebSocketListenerContext?]
+    ) -> EventLoopFuture<[SocketAddress]> {
         if let started = state.value.startFuture { return started }
         guard !state.value.isShutDown else {
             return eventLoop.makeFailedFuture(MQTTBrokerError.alreadyShutDown)
@@ -130,7 +138,10 @@ public final class MQTTBrokerServer: Service, Sendable {
         let coreLoop = eventLoop
         let socketGroup = makeSocketGroup()
         let logger = self.logger
-        let bootstraps = zip(configuration.listeners, tlsContexts).map { listener, tls in
+        let httpPhaseChannels = self.httpPhaseChannels
+        let listenerContexts = zip(tlsContexts, webSocketContexts)
+        let bootstraps = zip(configuration.listeners, listenerContexts).map { listener, contexts in
+            let (tls, webSocket) = contexts
             let bootstrap = ServerBootstrap(group: nioLoop, childGroup: socketGroup)
                 .serverChannelOption(.backlog, value: 256)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -144,12 +155,21 @@ public final class MQTTBrokerServer: Service, Sendable {
                     channel.eventLoop.makeCompletedFuture {
                         try tls?.addHandlers(to: channel, logger: logger)  // TLS first, MQTT behind it
                         let identity = tls?.usesIdentityAsUsername ?? false
-                        if channel.eventLoop === coreLoop {
-                            try channel.pipeline.syncOperations.addHandler(
-                                BrokerConnectionHandler(core: boundCore.value, usesCertificateIdentity: identity))
+                        // No socket descriptor: NIO accepted the socket, so no direct writes and no parking.
+                        let addConnection: @Sendable (any Channel) throws -> Void = { channel in
+                            if channel.eventLoop === coreLoop {
+                                try channel.pipeline.syncOperations.addHandler(
+                                    BrokerConnectionHandler(core: boundCore.value, usesCertificateIdentity: identity))
+                            } else {
+                                try channel.pipeline.syncOperations.addHandler(
+                                    ConnectionRelay(core: boundCore, usesCertificateIdentity: identity))
+                            }
+                        }
+                        if let webSocket {  // HTTP until the WebSocket upgrade, then MQTT behind the frame handler
+                            try webSocket.addHandlers(
+                                to: channel, tracking: httpPhaseChannels, addConnection: addConnection)
                         } else {
-                            try channel.pipeline.syncOperations.addHandler(
-                                ConnectionRelay(core: boundCore, usesCertificateIdentity: identity))
+                            try addConnection(channel)
                         }
                     }
                 }
@@ -166,8 +186,9 @@ public final class MQTTBrokerServer: Service, Sendable {
         let binds = PersistenceStore.open(for: core).flatMap {  // recover before accepting clients
             EventLoopFuture.whenAllComplete(
                 boundBootstraps.value.map { bootstrap, listener in
-                    // Plain TCP is accepted by the watcher, which needs each socket's descriptor.
-                    if let ownSockets, listener.tls == nil {
+                    // Plain TCP is accepted by the watcher, which needs each socket's descriptor. WebSocket
+                    // listeners need NIO's HTTP and WebSocket handlers, so NIO accepts their sockets.
+                    if let ownSockets, listener.tls == nil, listener.transportProtocol == .mqtt {
                         return self.listenOwnSocket(listener, watcher: ownSockets.watcher, onAccepted: ownSockets.onAccepted)
                     }
                     return bootstrap.bind(host: listener.host, port: listener.port).map { channel in
@@ -195,8 +216,13 @@ public final class MQTTBrokerServer: Service, Sendable {
             }
             let addresses = bindings.compactMap(\.address)
             self.state.value.boundAddresses = addresses
-            for (address, tls) in zip(addresses, tlsContexts) {
-                self.logger.info("broker listening", metadata: ["address": "\(address)", "tls": "\(tls != nil)"])
+            for (address, listener) in zip(addresses, self.configuration.listeners) {
+                self.logger.info(
+                    "broker listening",
+                    metadata: [
+                        "address": "\(address)", "tls": "\(listener.tls != nil)",
+                        "protocol": "\(listener.transportProtocol.rawValue)",
+                    ])
             }
             boundCore.value.startSysPublishing()
             return addresses
@@ -306,6 +332,7 @@ public final class MQTTBrokerServer: Service, Sendable {
         state.value.isShutDown = true
         var listenersClosed = state.value.serverChannels.map { $0.close() }
         state.value.serverChannels = []
+        httpPhaseChannels.closeAll()  // after the listeners: nothing new is accepted behind it
         let watcher = state.value.socketWatcher
         state.value.socketWatcher = nil
         if let watcher {  // stop accepting first; the watcher itself stops once every connection is closed

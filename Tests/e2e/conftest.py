@@ -56,6 +56,11 @@ class Broker:
         self.kind = kind
         self.tmp = tmp
         self.port = free_port()
+        options = dict(options)
+        # websockets=True adds a second listener on a free port (`ws_port`) with `protocol websockets`; http_dir=DIR
+        # gives it that directory to serve. Our broker only: mosquitto 2.0.11 cannot open one here (test_websockets).
+        self.ws_port: int | None = free_port() if options.pop("websockets", False) else None
+        self.http_dir = options.pop("http_dir", None)
         self.options = {"sys_interval": 1, **options}
         self.conf = tmp / f"{kind}.conf"
         self.log = tmp / f"{kind}.log"
@@ -70,7 +75,14 @@ class Broker:
         lines += [f"{k} {v}" for k, v in self.options.items() if k in LISTENER_OPTIONS]
         if self.kind == "mqttchat":
             lines += MQTTCHAT_ONLY_LINES
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines + self.websocket_listener_lines()) + "\n"
+
+    def websocket_listener_lines(self) -> list[str]:
+        """The `websockets=True` listener, last in the file: the options after a `listener` line belong to it."""
+        if self.ws_port is None:
+            return []
+        lines = [f"listener {self.ws_port} 127.0.0.1", "protocol websockets"]
+        return lines + ([f"http_dir {self.http_dir}"] if self.http_dir is not None else [])
 
     def command(self) -> list[str]:
         if self.kind == "mosquitto":
@@ -90,7 +102,8 @@ class Broker:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.kind} exited with {self.proc.returncode}:\n{self.output()}")
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                for port in [self.port] + ([self.ws_port] if self.ws_port is not None else []):
+                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
                 return
             except OSError:
                 time.sleep(0.05)
@@ -248,11 +261,13 @@ class Client:
     """A paho-mqtt 2.x client (MQTT 3.1.1) with bounded waits on everything."""
 
     def __init__(self, port: int, client_id: str | None = None, clean: bool = True,
-                 keepalive: int = 10, will: tuple | None = None):
+                 keepalive: int = 10, will: tuple | None = None, transport: str = "tcp"):
         self.port = port
         self.client_id = client_id or f"t-{uuid.uuid4().hex[:12]}"
         self.c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=self.client_id,
-                             protocol=mqtt.MQTTv311, clean_session=clean)
+                             protocol=mqtt.MQTTv311, clean_session=clean, transport=transport)
+        if transport == "websockets":
+            self.c.ws_set_options(path="/mqtt")  # paho offers the subprotocol "mqtt"
         self.keepalive = keepalive
         self.messages: "queue.Queue[mqtt.MQTTMessage]" = queue.Queue()
         self.connected = threading.Event()

@@ -19,6 +19,9 @@ public enum BrokerConfigError: Error, Sendable, Hashable, CustomStringConvertibl
     /// A TLS option is outside a `listener` block or does not fit the other TLS options of its listener
     /// (for example `certfile` without `keyfile`, `require_certificate true` without `cafile`).
     case invalidTLSSettings(source: String, line: Int, option: String, reason: String)
+    /// A listener option (`protocol`, `http_dir`) is outside a `listener` block or does not fit the other options of
+    /// its listener (for example `http_dir` on a listener that is not `protocol websockets`).
+    case invalidListenerSettings(source: String, line: Int, option: String, reason: String)
 
     public var description: String {
         switch self {
@@ -37,6 +40,8 @@ public enum BrokerConfigError: Error, Sendable, Hashable, CustomStringConvertibl
         case .invalidValue(let source, let line, let option, let value, let expected):
             return "\(source):\(line): invalid value '\(value)' for '\(option)': expected \(expected)"
         case .invalidTLSSettings(let source, let line, let option, let reason):
+            return "\(source):\(line): \(option) \(reason)"
+        case .invalidListenerSettings(let source, let line, let option, let reason):
             return "\(source):\(line): \(option) \(reason)"
         }
     }

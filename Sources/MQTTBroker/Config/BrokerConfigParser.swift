@@ -23,6 +23,9 @@ import NIOCore
 /// - `certfile`, `keyfile`, `cafile`, `require_certificate`, `use_identity_as_username` and `tls_version`
 ///   must follow a `listener` line (mosquitto would apply them to its default listener); a TLS option without
 ///   `certfile` and `keyfile` in its listener is an error; `tls_version` takes `tlsv1.2` (the default) or `tlsv1.3`.
+/// - `protocol mqtt|websockets` and `http_dir DIR` must follow a `listener` line too; `http_dir` on a listener
+///   that is not `protocol websockets`, or naming no directory, is an error (mosquitto ignores the former and fails
+///   at startup on the latter).
 public enum BrokerConfigParser {
     /// Reads and parses the file at `path`.
     public static func load(path: String) throws(BrokerConfigError) -> BrokerSettings {
@@ -45,6 +48,7 @@ public enum BrokerConfigParser {
         var logTypeLevel: Logger.Level?
         var anonymousSet = false
         var tlsDrafts: [Int: ListenerTLSDraft] = [:]  // by listener index
+        var protocolDrafts: [Int: ListenerProtocolDraft] = [:]  // by listener index
         var persistenceLines = PersistenceConfigLines()
 
         mutating func consume(_ text: String, source: String, isMain: Bool) throws(BrokerConfigError) {
@@ -58,6 +62,14 @@ public enum BrokerConfigParser {
                             source: source, line: line.number, option: option, reason: "must follow a listener line")
                     }
                     try tlsDrafts[listeners.count - 1, default: ListenerTLSDraft()].record(option, line)
+                    continue
+                }
+                if ListenerProtocolDraft.options.contains(option) {  // belongs to the listener above it, as TLS
+                    guard !listeners.isEmpty else {
+                        throw .invalidListenerSettings(
+                            source: source, line: line.number, option: option, reason: "must follow a listener line")
+                    }
+                    try protocolDrafts[listeners.count - 1, default: ListenerProtocolDraft()].record(option, line)
                     continue
                 }
                 if try persistenceLines.take(option, line) { continue }
@@ -85,6 +97,9 @@ public enum BrokerConfigParser {
             var listeners = listeners
             for (index, draft) in tlsDrafts.sorted(by: { $0.key < $1.key }) {
                 listeners[index].tls = try draft.finish()
+            }
+            for (index, draft) in protocolDrafts.sorted(by: { $0.key < $1.key }) {
+                try draft.apply(to: &listeners[index])
             }
             if !listeners.isEmpty {
                 settings.configuration.listeners = listeners
@@ -203,12 +218,6 @@ public enum BrokerConfigParser {
                 throw .invalidValue(
                     source: line.source, line: line.number, option: option, value: values[0],
                     expected: "stdout, stderr, file PATH or none")
-            }
-        case "protocol":
-            // mqtt is what every listener speaks; websockets would change what clients can connect with.
-            let value = try line.single()
-            guard value == "mqtt" else {
-                throw .unsupportedOption(source: line.source, line: line.number, option: "protocol \(value)")
             }
         case "autosave_on_changes":
             // false (mosquitto's default) is how snapshots work here: every autosave_interval seconds. true would

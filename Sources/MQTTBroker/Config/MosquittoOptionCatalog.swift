@@ -14,12 +14,12 @@
 /// | `log_timestamp`, `log_timestamp_format` | ignored | cosmetic: swift-log stamps every line itself |
 /// | `log_facility` | ignored | only for `log_dest syslog`, which is refused |
 /// | `connection_messages` | ignored | cosmetic: connects and disconnects are logged at debug level |
-/// | `websockets_log_level`, `websockets_headers_size`, `http_dir` | ignored | only for WebSockets listeners, and `protocol websockets` is refused |
+/// | `websockets_log_level`, `websockets_headers_size` | ignored | libwebsockets tuning; the WebSocket listener is SwiftNIO's |
 /// | `auth_plugin_deny_special_chars` | ignored | only for `auth_plugin`, which is refused |
 /// | `max_topic_alias` | ignored | an MQTT 5 limit; this broker speaks 3.1.1, which has no topic aliases |
 /// | `set_tcp_nodelay` | ignored | latency tuning only; what is delivered does not change |
 /// | `autosave_on_changes false` | implemented | the default: snapshots every `autosave_interval` seconds; `true` is refused (snapshots would come less often than asked) |
-/// | `protocol mqtt` | implemented | the default; `protocol websockets` is refused |
+/// | `protocol mqtt\|websockets`, `http_dir` | implemented | per listener (`ListenerProtocolDraft`) |
 /// | `include_dir` | implemented | `*.conf` in mosquitto's order, from the main file only |
 /// | bridges, plugins, PSK, other TLS and listener options, limits below | unsupported | see ``unsupported`` |
 enum MosquittoOptionCatalog {
@@ -38,11 +38,11 @@ enum MosquittoOptionCatalog {
         "acl_file", "allow_anonymous", "autosave_interval", "autosave_on_changes", "cafile", "certfile",
         "include_dir", "keyfile", "listener", "log_dest", "log_type", "max_connections", "max_inflight_messages",
         "max_keepalive", "max_packet_size", "max_qos", "max_queued_bytes", "max_queued_messages", "password_file",
-        "persistence", "persistence_location", "protocol", "queue_qos0_messages", "require_certificate",
+        "http_dir", "persistence", "persistence_location", "protocol", "queue_qos0_messages", "require_certificate",
         "retain_available", "sys_interval", "tls_version", "use_identity_as_username",
     ]
 
-    private static let websocketsOnly = "it only applies to WebSockets listeners, and protocol websockets is refused"
+    private static let libwebsocketsOnly = "it tunes libwebsockets, and mqttchat's WebSocket listener is SwiftNIO's"
 
     /// Options accepted with a warning, and why ignoring them is harmless.
     static let ignored: [String: String] = [
@@ -52,9 +52,8 @@ enum MosquittoOptionCatalog {
         "log_timestamp_format": "log lines always carry swift-log's timestamp",
         "log_facility": "it only applies to log_dest syslog, which is refused",
         "connection_messages": "connections are logged at debug level (log_type debug)",
-        "websockets_log_level": websocketsOnly,
-        "websockets_headers_size": websocketsOnly,
-        "http_dir": websocketsOnly,
+        "websockets_log_level": libwebsocketsOnly,
+        "websockets_headers_size": libwebsocketsOnly,
         "auth_plugin_deny_special_chars": "it only applies to auth_plugin, which is refused",
         "max_topic_alias": "topic aliases are MQTT 5 and this broker speaks MQTT 3.1.1",
         "set_tcp_nodelay": "it only tunes latency; what is delivered does not change",

@@ -93,10 +93,13 @@ struct BrokerConfigParserTests {
         #expect(off.configuration.persistence == nil)
     }
 
-    @Test("the shipped broker-config/mqttchat.conf parses to a loopback-only listener")
+    @Test("the shipped broker-config/mqttchat.conf parses to loopback-only listeners")
     func shippedConfig() throws {
         let settings = try shippedBrokerSettings()
-        #expect(settings.configuration.listeners == [.init(host: "127.0.0.1", port: 1883)])
+        #expect(settings.configuration.listeners == [
+            .init(host: "127.0.0.1", port: 1883),
+            .init(host: "127.0.0.1", port: 8080, transportProtocol: .websockets, httpDirectory: "web"),
+        ])
         #expect(settings.configuration.maxInflightMessages == 20)
         #expect(settings.configuration.sysInterval == .seconds(10))
     }

@@ -70,7 +70,6 @@ struct MosquittoOptionClassificationTests {
             ("\nconnection bridge-1", "connection"),
             ("\nauth_opt_db_host x", "auth_opt_db_host"),
             ("\nlog_dest syslog", "log_dest syslog"),
-            ("\nprotocol websockets", "protocol websockets"),
             ("\nautosave_on_changes true", "autosave_on_changes true"),
         ]
         for (text, option) in cases {
@@ -92,7 +91,8 @@ struct MosquittoOptionClassificationTests {
 
     @Test("harmless defaults are accepted silently; log_dest file sets a file destination")
     func acceptedValues() throws {
-        let settings = try BrokerConfigParser.parse("protocol mqtt\nautosave_on_changes false\nlog_dest file /tmp/b.log")
+        let settings = try BrokerConfigParser.parse(
+            "listener 1883\nprotocol mqtt\nautosave_on_changes false\nlog_dest file /tmp/b.log")
         #expect(settings.warnings.isEmpty)
         #expect(settings.logDestination == .file(path: "/tmp/b.log"))
     }
