@@ -103,6 +103,9 @@ function onEvent(event) {
         if (session.everConnected) system(`connection lost, reconnecting in ${event.delay} s`);
       } else if (event.state === "closed") {
         setConnection("idle", "not connected");
+        // Disconnected on purpose: nothing more is learnt, so lists would only go stale; the log stays readable.
+        $("members").replaceChildren();
+        $("online").replaceChildren();
       } else {
         setConnection(event.state, `${event.state}…`);
       }
