@@ -3,8 +3,11 @@
 # Idempotent: packages already present are not fetched again.
 set -euo pipefail
 
-APT_PACKAGES=(libmosquitto-dev mosquitto mosquitto-clients protobuf-compiler libsqlite3-dev openssl python3-pip)
-PIP_PACKAGES=(paho-mqtt pytest)
+# node-mqtt + node-browserify make the browser chat's MQTT bundle (below); chromium + chromium-driver run
+# the browser test (Tests/e2e/test_webchat.py) headless, driven by selenium.
+APT_PACKAGES=(libmosquitto-dev mosquitto mosquitto-clients protobuf-compiler libsqlite3-dev openssl python3-pip
+  nodejs node-mqtt node-browserify chromium chromium-driver)
+PIP_PACKAGES=(paho-mqtt pytest selenium)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -35,4 +38,16 @@ if [ ${#pip_missing[@]} -gt 0 ]; then
     echo "setup: pip install failed (Debian's system Python is externally managed); retrying with --break-system-packages" >&2
     python3 -m pip install -q --break-system-packages "${pip_missing[@]}"
   fi
+fi
+
+# The browser chat (web/) loads mqtt.js as web/vendor/mqtt.bundle.js. Debian's node-mqtt has no browser build,
+# so browserify makes one; it is generated, never committed (web/vendor/ is in .gitignore), and rebuilt only
+# when missing or older than any file of node-mqtt. Without NODE_PATH browserify cannot find its own modules.
+bundle="$(cd "$(dirname "$0")/.." && pwd)/web/vendor/mqtt.bundle.js"
+mqtt_js_dir=/usr/share/nodejs/mqtt
+if [ ! -s "$bundle" ] || [ -n "$(find "$mqtt_js_dir" -newer "$bundle" -print -quit 2>/dev/null)" ]; then
+  echo "setup: bundling mqtt.js for the browser chat ($bundle)"
+  mkdir -p "$(dirname "$bundle")"
+  NODE_PATH=/usr/share/nodejs:/usr/lib/nodejs browserify "$mqtt_js_dir/mqtt.js" -s mqtt -o "$bundle.tmp"
+  mv "$bundle.tmp" "$bundle"
 fi

@@ -2,6 +2,7 @@
 # Runs every test of mqttchat (installing what they need first):
 #   1. the Swift suites (swift test): codec, broker, client, chat — live tests start their own
 #      brokers (ours in-process, and real mosquitto processes) on free loopback ports;
+#   1b. the browser chat's JavaScript tests (node --test web/test/), including its codec against the golden bytes;
 #   2. the Benchmarks package is built (debug), so the measurement tools keep compiling and the e2e suite
 #      can run the latency-floor forwarders (NIORelayFloor, EpollRelayFloor) from it;
 #   3. the black-box end-to-end suite (pytest Tests/e2e): paho-mqtt, mosquitto_pub/mosquitto_sub and
@@ -22,6 +23,16 @@ trap 'rm -rf "$logs"' EXIT
 
 swift build --build-tests || { echo "test.sh: build failed" >&2; exit 1; }
 swift test --skip-build 2>&1 | tee "$logs/swift-test.log" || failed+=("swift test")
+
+# The browser chat's JavaScript (web/): its protobuf codec against the Swift layer's golden bytes
+# (web/test/golden.json, kept current by the Swift suite above), presence, commands and reconnects.
+if command -v node >/dev/null 2>&1; then
+  node --test web/test/ 2>&1 | tee "$logs/node-test.log" || failed+=("node --test web/test")
+else
+  echo "test.sh: node is not installed, so the browser chat's tests (node --test web/test/) cannot run;" \
+    "scripts/setup.sh installs it (apt nodejs)" >&2
+  failed+=("node --test web/test")
+fi
 
 # The measurement tools are a package of their own (Benchmarks/, using this one by path).
 bench_bin_dir=""
@@ -49,6 +60,9 @@ if [ ${#failed[@]} -gt 0 ]; then
         echo "test.sh: what failed in swift test (its first 60 lines that say so):" >&2
         grep -a -E '✘|error:|Fatal error|Test Case .* failed|unexpected signal|Exited with' \
           "$logs/swift-test.log" | head -n 60 >&2 ;;
+      "node --test web/test")
+        echo "test.sh: what failed in node --test web/test:" >&2
+        grep -a -E '^not ok|node is not installed' "$logs/node-test.log" | head -n 30 >&2 ;;
       "build Benchmarks")
         echo "test.sh: what failed in the Benchmarks build:" >&2
         grep -a -E 'error:' "$logs/benchmarks-build.log" | head -n 30 >&2 ;;
