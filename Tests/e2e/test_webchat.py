@@ -161,9 +161,17 @@ def test_webchat_asks_for_a_login_when_the_broker_requires_one(page, cli_factory
         stop_web_endpoint(web)
 
 
-def test_webchat_reconnects_after_the_connection_drops(web, page, cli_factory, tmp_path):
-    if web.bridge is None:
-        pytest.skip("dropping connections needs the test's bridge; the broker serves the page itself")
+@pytest.fixture
+def bridged_web(tmp_path, request):
+    """The page behind the test's bridge, which can cut every connection at once (a network drop)."""
+    endpoint = start_web_endpoint(tmp_path, bridged=True)
+    announce(request, f"page served by {endpoint.how}")
+    yield endpoint
+    stop_web_endpoint(endpoint)
+
+
+def test_webchat_reconnects_after_the_connection_drops(bridged_web, page, cli_factory, tmp_path):
+    web = bridged_web
     room = room_name()
     open_chat(page, web, room, "alice")
     bob = start_chat(cli_factory, web.broker, room, "bob", tmp_path)

@@ -35,8 +35,11 @@ class WebSocketBroker(Broker):
     `options` are written before the listeners, where they apply to both (mosquitto's global options)."""
 
     def __init__(self, tmp: Path, options: dict):
-        self.ws_port = free_port()
         super().__init__("mqttchat", tmp, options)
+        # After the base class, which sets ws_port only for its own `websockets=True` listener; this class writes
+        # its listeners itself (the global options must come before both).
+        self.ws_port = free_port()
+        self.conf.write_text(self.config_text())
 
     def config_text(self) -> str:
         lines = ["log_dest stdout", *(f"{k} {v}" for k, v in self.options.items() if k != "sys_interval")]
@@ -82,16 +85,20 @@ def broker_websockets_refusal(broker: Broker) -> str | None:
         raise error
 
 
-def start_web_endpoint(tmp: Path, options: dict | None = None, allow_bridge: bool = True) -> WebEndpoint:
-    """Our broker serving web/ over its own WebSocket listener when it can, else our broker on TCP behind
-    ws_bridge.py. Stop it with stop_web_endpoint."""
+def start_web_endpoint(tmp: Path, options: dict | None = None, allow_bridge: bool = True,
+                       bridged: bool = False) -> WebEndpoint:
+    """Our broker serving web/ over its own WebSocket listener when it can, else (or when `bridged`, for tests
+    that must cut connections) our broker on TCP behind ws_bridge.py. Stop it with stop_web_endpoint."""
     options = options or {"allow_anonymous": "true"}
-    native_dir = tmp / "ws-broker"
-    native_dir.mkdir()
-    native = WebSocketBroker(native_dir, options)
-    refusal = broker_websockets_refusal(native)
-    if refusal is None:
-        return WebEndpoint(f"http://127.0.0.1:{native.ws_port}", native, None, "the broker's own WebSocket listener")
+    refusal = "the test asked for the bridge, which can drop connections"
+    if not bridged:
+        native_dir = tmp / "ws-broker"
+        native_dir.mkdir()
+        native = WebSocketBroker(native_dir, options)
+        refusal = broker_websockets_refusal(native)
+        if refusal is None:
+            return WebEndpoint(f"http://127.0.0.1:{native.ws_port}", native, None,
+                               "the broker's own WebSocket listener")
     if not allow_bridge:
         pytest.skip(f"the broker has no WebSocket listener yet: {refusal}")
     tcp_dir = tmp / "tcp-broker"
