@@ -46,6 +46,8 @@ public final class MQTTBrokerServer: Service, Sendable {
     /// How many event loops serve client sockets.
     let socketEventLoopCount: Int
     private let state: NIOLoopBoundBox<State>
+    /// The Prometheus metrics and their HTTP listener (Metrics/); nil unless a metrics listener is configured.
+    let metricsEndpoint: MetricsEndpoint?
 
     /// Creates a broker; nothing is bound until ``start()`` or ``run()``.
     public init(
@@ -69,6 +71,7 @@ public final class MQTTBrokerServer: Service, Sendable {
         self.ownLoop = ownLoop
         self.eventLoop = ownLoop ?? nioLoop
         self.state = NIOLoopBoundBox.makeBoxSendingValue(State(), eventLoop: eventLoop)
+        self.metricsEndpoint = configuration.metricsListener.map(MetricsEndpoint.init(listener:))
     }
 
     /// Binds every listener and returns the bound addresses, in listener order (port 0 becomes the real port).
@@ -130,8 +133,10 @@ public final class MQTTBrokerServer: Service, Sendable {
         let coreLoop = eventLoop
         let socketGroup = makeSocketGroup()
         let logger = self.logger
+        let metricsEndpoint = self.metricsEndpoint
         let bootstraps = zip(configuration.listeners, tlsContexts).map { listener, tls in
             let bootstrap = ServerBootstrap(group: nioLoop, childGroup: socketGroup)
+                .serverChannelInitializer { metricsEndpoint?.countAccepts(on: $0) ?? $0.eventLoop.makeSucceededVoidFuture() }
                 .serverChannelOption(.backlog, value: 256)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
@@ -163,7 +168,11 @@ public final class MQTTBrokerServer: Service, Sendable {
             return eventLoop.makeFailedFuture(error)
         }
         let watcher = ownSockets?.watcher
-        let binds = PersistenceStore.open(for: core).flatMap {  // recover before accepting clients
+        let binds = PersistenceStore.open(for: core, onSync: metricsEndpoint?.metrics.recordSync).flatMap {
+            // Bound like a listener, so a port in use stops the start; first, so it does before clients connect.
+            metricsEndpoint?.bind(group: self.eventLoopGroup, server: self, logger: logger).hop(to: coreLoop)
+                ?? coreLoop.makeSucceededVoidFuture()
+        }.flatMap {  // recover before accepting clients
             EventLoopFuture.whenAllComplete(
                 boundBootstraps.value.map { bootstrap, listener in
                     // Plain TCP is accepted by the watcher, which needs each socket's descriptor.
@@ -189,6 +198,7 @@ public final class MQTTBrokerServer: Service, Sendable {
             self.state.value.serverChannels = channels
             if let firstError {
                 for channel in channels { channel.close(promise: nil) }
+                _ = metricsEndpoint?.close()
                 self.state.value.serverChannels = []
                 watcher?.closeListeners(promise: nil)
                 throw firstError
@@ -249,7 +259,8 @@ public final class MQTTBrokerServer: Service, Sendable {
         eventLoop.makeCompletedFuture {
             let (descriptor, address) = try ListeningSocket.open(host: listener.host, port: listener.port)
             do {
-                try watcher.addListener(descriptor, onAccepted: onAccepted)
+                let accepted = metricsEndpoint?.countingAccepts(at: address, onAccepted) ?? onAccepted
+                try watcher.addListener(descriptor, onAccepted: accepted)
             } catch {
                 Descriptor.close(descriptor)
                 throw error
@@ -305,6 +316,7 @@ public final class MQTTBrokerServer: Service, Sendable {
         if let shutdown = state.value.shutdownFuture { return shutdown }
         state.value.isShutDown = true
         var listenersClosed = state.value.serverChannels.map { $0.close() }
+        if let metricsClosed = metricsEndpoint?.close() { listenersClosed.append(metricsClosed.hop(to: eventLoop)) }
         state.value.serverChannels = []
         let watcher = state.value.socketWatcher
         state.value.socketWatcher = nil
