@@ -5,9 +5,9 @@ import NIOPosix
 /// The metrics listener: a small HTTP/1.1 server that answers `GET /metrics` with the broker's metrics in the
 /// Prometheus text exposition format, 404 for any other path and 405 for any other method on `/metrics`.
 ///
-/// It runs on SwiftNIO's loops of the broker's group with NIOHTTP1's pipeline (keep-alive and pipelining, as
-/// Prometheus uses them), so an HTTP request never waits on, or makes wait, the MQTT sockets; the one thing a
-/// scrape does on the broker core's loop is copy its counters (``BrokerMetricsSnapshot``).
+/// It runs on the broker's SwiftNIO event loop group with NIOHTTP1's pipeline (keep-alive and pipelining, as
+/// Prometheus uses them). Its connections are few and a scrape is small: the one thing a scrape does on the broker
+/// core's loop is copy its counters (``BrokerMetricsSnapshot``), and the text is rendered where the request arrived.
 enum MetricsHTTPServer {
     /// Produces the body of one `/metrics` response, or nil when the broker is not running (then 503).
     typealias Scrape = @Sendable () async throws -> [UInt8]?

@@ -45,9 +45,14 @@ enum MetricsListenerLine {
         _ option: String, _ line: ConfigLine, into configuration: inout BrokerConfiguration
     ) throws(BrokerConfigError) -> Bool {
         guard option == Self.option else { return false }
-        let value = try line.single()
+        let expected = "ADDRESS:PORT with a port in 0...65535, such as 127.0.0.1:9090 or [::1]:9090"
+        let values = try line.values(1...Int.max)
+        guard values.count == 1 else {  // most likely mosquitto's `listener PORT ADDRESS` order
+            throw line.invalid(values.joined(separator: " "), expected: "one value, " + expected)
+        }
+        let value = values[0]
         guard let listener = BrokerConfiguration.MetricsListener(parsing: value) else {
-            throw line.invalid(value, expected: "ADDRESS:PORT with a port in 0...65535, such as 127.0.0.1:9090 or [::1]:9090")
+            throw line.invalid(value, expected: expected)
         }
         guard configuration.metricsListener == nil else {
             throw line.invalid(value, expected: "a single metrics_listener line (one was given above)")
