@@ -28,6 +28,32 @@ if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet mosquitto
   systemctl stop mosquitto || true
 fi
 
+# Prometheus scrapes the broker's metrics listener in Tests/e2e/test_metrics.py, which starts its own server on a
+# free port with its own storage. Installed on its own without recommends: they would add prometheus-node-exporter,
+# one more system service nothing here uses.
+if ! dpkg-query -W -f='${Status}' prometheus 2>/dev/null | grep -q "install ok installed"; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "setup: installing apt package: prometheus"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+fi
+# The package starts a system server on port 9090 that scrapes itself forever: the tests do not want it, and nor
+# does a build machine, so stop it and keep it from coming back at boot.
+if command -v systemctl >/dev/null 2>&1 && systemctl list-unit-files prometheus.service >/dev/null 2>&1; then
+  if systemctl is-active --quiet prometheus 2>/dev/null; then
+    echo "setup: stopping the system prometheus service (the metrics test runs a Prometheus of its own)" >&2
+    systemctl stop prometheus || true
+  fi
+  if systemctl is-enabled --quiet prometheus 2>/dev/null; then
+    systemctl disable --quiet prometheus || true
+  fi
+elif [ -x /etc/init.d/prometheus ] && /etc/init.d/prometheus status >/dev/null 2>&1; then
+  # No systemd (a container): the package's init script may have started it.
+  echo "setup: stopping the system prometheus service (the metrics test runs a Prometheus of its own)" >&2
+  /etc/init.d/prometheus stop >/dev/null || true
+fi
+
 pip_missing=()
 for pkg in "${PIP_PACKAGES[@]}"; do
   python3 -m pip show -q "$pkg" >/dev/null 2>&1 || pip_missing+=("$pkg")

@@ -126,6 +126,9 @@ public struct BrokerConfiguration: Sendable {
     /// and return. TLS connections never park. `nil` (0 in the config file) keeps every
     /// connection on its channel, and lets NIO accept the sockets.
     public var parkIdleConnectionsAfter: TimeAmount? = .milliseconds(500)
+    /// An HTTP listener serving the broker's Prometheus metrics at `GET /metrics` (`metrics_listener ADDRESS:PORT`;
+    /// Sources/MQTTBroker/Metrics); nil, the default, serves none. (mqttchat only.)
+    public var metricsListener: MetricsListener? = nil
 
     /// Creates the default configuration.
     public init() {}

@@ -48,6 +48,8 @@ public final class MQTTBrokerServer: Service, Sendable {
     private let state: NIOLoopBoundBox<State>
     /// Connections of WebSocket listeners not upgraded to MQTT yet, which the core does not know: closed at shutdown.
     private let httpPhaseChannels = HTTPPhaseChannels()
+    /// The Prometheus metrics and their HTTP listener (Metrics/); nil unless a metrics listener is configured.
+    let metricsEndpoint: MetricsEndpoint?
 
     /// Creates a broker; nothing is bound until ``start()`` or ``run()``.
     public init(
@@ -71,6 +73,7 @@ public final class MQTTBrokerServer: Service, Sendable {
         self.ownLoop = ownLoop
         self.eventLoop = ownLoop ?? nioLoop
         self.state = NIOLoopBoundBox.makeBoxSendingValue(State(), eventLoop: eventLoop)
+        self.metricsEndpoint = configuration.metricsListener.map(MetricsEndpoint.init(listener:))
     }
 
     /// Binds every listener and returns the bound addresses, in listener order (port 0 becomes the real port).
@@ -138,11 +141,13 @@ public final class MQTTBrokerServer: Service, Sendable {
         let coreLoop = eventLoop
         let socketGroup = makeSocketGroup()
         let logger = self.logger
+        let metricsEndpoint = self.metricsEndpoint
         let httpPhaseChannels = self.httpPhaseChannels
         let listenerContexts = zip(tlsContexts, webSocketContexts)
         let bootstraps = zip(configuration.listeners, listenerContexts).map { listener, contexts in
             let (tls, webSocket) = contexts
             let bootstrap = ServerBootstrap(group: nioLoop, childGroup: socketGroup)
+                .serverChannelInitializer { metricsEndpoint?.countAccepts(on: $0) ?? $0.eventLoop.makeSucceededVoidFuture() }
                 .serverChannelOption(.backlog, value: 256)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
@@ -183,7 +188,11 @@ public final class MQTTBrokerServer: Service, Sendable {
             return eventLoop.makeFailedFuture(error)
         }
         let watcher = ownSockets?.watcher
-        let binds = PersistenceStore.open(for: core).flatMap {  // recover before accepting clients
+        let binds = PersistenceStore.open(for: core, onSync: metricsEndpoint?.metrics.recordSync).flatMap {
+            // Bound like a listener, so a port in use stops the start; first, so it does before clients connect.
+            metricsEndpoint?.bind(group: self.eventLoopGroup, server: self, logger: logger).hop(to: coreLoop)
+                ?? coreLoop.makeSucceededVoidFuture()
+        }.flatMap {  // recover before accepting clients
             EventLoopFuture.whenAllComplete(
                 boundBootstraps.value.map { bootstrap, listener in
                     // Plain TCP is accepted by the watcher, which needs each socket's descriptor. WebSocket
@@ -210,6 +219,7 @@ public final class MQTTBrokerServer: Service, Sendable {
             self.state.value.serverChannels = channels
             if let firstError {
                 for channel in channels { channel.close(promise: nil) }
+                _ = metricsEndpoint?.close()
                 self.state.value.serverChannels = []
                 watcher?.closeListeners(promise: nil)
                 throw firstError
@@ -275,7 +285,8 @@ public final class MQTTBrokerServer: Service, Sendable {
         eventLoop.makeCompletedFuture {
             let (descriptor, address) = try ListeningSocket.open(host: listener.host, port: listener.port)
             do {
-                try watcher.addListener(descriptor, onAccepted: onAccepted)
+                let accepted = metricsEndpoint?.countingAccepts(at: address, onAccepted) ?? onAccepted
+                try watcher.addListener(descriptor, onAccepted: accepted)
             } catch {
                 Descriptor.close(descriptor)
                 throw error
@@ -331,6 +342,7 @@ public final class MQTTBrokerServer: Service, Sendable {
         if let shutdown = state.value.shutdownFuture { return shutdown }
         state.value.isShutDown = true
         var listenersClosed = state.value.serverChannels.map { $0.close() }
+        if let metricsClosed = metricsEndpoint?.close() { listenersClosed.append(metricsClosed.hop(to: eventLoop)) }
         state.value.serverChannels = []
         httpPhaseChannels.closeAll()  // after the listeners: nothing new is accepted behind it
         let watcher = state.value.socketWatcher

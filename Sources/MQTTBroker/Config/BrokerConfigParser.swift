@@ -17,6 +17,7 @@ import NIOCore
 ///   the flow-control keys `max_pending_output_bytes N`, `slow_consumer_timeout SECONDS` and
 ///   `backpressure_stall_ms MILLISECONDS`, the memory key `park_idle_connections_after_ms MILLISECONDS`, and
 ///   `poll_before_sleep_us MICROSECONDS`.
+/// - `metrics_listener ADDRESS:PORT` (Prometheus metrics over HTTP, ``MetricsListenerLine``) exists only here.
 /// - `allow_anonymous` defaults to true when every listener binds loopback only (127.0.0.1, ::1, localhost) and
 ///   to false otherwise; mosquitto 2 defaults to false everywhere. Setting it explicitly always wins.
 /// - `max_connections` counts sockets across all listeners (mosquitto counts per listener).
@@ -73,6 +74,7 @@ public enum BrokerConfigParser {
                     continue
                 }
                 if try persistenceLines.take(option, line) { continue }
+                if try MetricsListenerLine.take(option, line, into: &settings.configuration) { continue }
                 if option == "include_dir" {
                     try include(line, isMain: isMain)
                     continue

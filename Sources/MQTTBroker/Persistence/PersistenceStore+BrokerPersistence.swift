@@ -6,11 +6,12 @@ import NIOCore
 /// what ``NoPersistence`` gives them.
 extension PersistenceStore: BrokerPersistence {
     /// Recovers the persisted state (when persistence is configured) into this core, writes it as a fresh snapshot
-    /// and starts a new log. The broker binds its listeners only after this succeeds.
-    static func open(for core: BrokerCore) -> EventLoopFuture<Void> {
+    /// and starts a new log. The broker binds its listeners only after this succeeds. `onSync` is told how long each
+    /// of the writer's syncs took, on the writer's thread (the metrics' sync histogram).
+    static func open(for core: BrokerCore, onSync: (@Sendable (Duration) -> Void)? = nil) -> EventLoopFuture<Void> {
         guard let configuration = core.configuration.persistence else { return core.eventLoop.makeSucceededVoidFuture() }
         let logger = core.logger
-        return PersistenceStore.recover(configuration: configuration, eventLoop: core.eventLoop, logger: logger)
+        return PersistenceStore.recover(configuration: configuration, eventLoop: core.eventLoop, logger: logger, onSync: onSync)
             .assumeIsolated()
             .flatMap { writer, result in
                 let restored = BrokerStateSnapshot.restore(result.state, into: core)

@@ -76,12 +76,14 @@ final class PersistenceStore {
     // MARK: Opening
 
     /// Locks the directory and reads the snapshot and the log on a background queue (blocking reads never run on the
-    /// event loop); completes with the writer, which then holds the lock, and the recovered state.
+    /// event loop); completes with the writer, which then holds the lock, and the recovered state. The writer
+    /// reports the duration of each sync to `onSync`.
     static func recover(
-        configuration: PersistenceConfiguration, eventLoop: any EventLoop, logger: Logger
+        configuration: PersistenceConfiguration, eventLoop: any EventLoop, logger: Logger,
+        onSync: (@Sendable (Duration) -> Void)? = nil
     ) -> EventLoopFuture<(PersistenceWriter, PersistenceRecovery.Result)> {
         let promise = eventLoop.makePromise(of: (PersistenceWriter, PersistenceRecovery.Result).self)
-        let writer = PersistenceWriter(directory: configuration.directory)
+        let writer = PersistenceWriter(directory: configuration.directory, onSync: onSync)
         DispatchQueue(label: "mqttchat.persistence.recovery").async {
             do {
                 try writer.lock()

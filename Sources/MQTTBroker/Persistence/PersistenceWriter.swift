@@ -19,9 +19,12 @@ final class PersistenceWriter: @unchecked Sendable {
     private var lockPath: String { directory + "/mqttchat.lock" }
     private var logFD: Int32 = -1
     private var lockFD: Int32 = -1
+    /// Told how long each `fsync`/`fdatasync` took (the metrics' sync histogram); nil skips the clock reads.
+    private let onSync: (@Sendable (Duration) -> Void)?
 
-    init(directory: String) {
+    init(directory: String, onSync: (@Sendable (Duration) -> Void)? = nil) {
         self.directory = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
+        self.onSync = onSync
     }
 
     deinit {
@@ -68,7 +71,7 @@ final class PersistenceWriter: @unchecked Sendable {
     func append(_ bytes: ByteBuffer) throws(PersistenceError) {
         guard bytes.readableBytes > 0 else { return }
         try writeAll(bytes, fd: logFD, path: logPath)
-        guard fdatasync(logFD) == 0 else { throw .io(path: logPath, operation: "fdatasync", errno: errno) }
+        guard timedSync({ fdatasync(logFD) }) == 0 else { throw .io(path: logPath, operation: "fdatasync", errno: errno) }
     }
 
     /// Replaces the snapshot with `snapshot` and starts an empty log of the same generation. Each file is written
@@ -111,7 +114,9 @@ final class PersistenceWriter: @unchecked Sendable {
         guard fd >= 0 else { throw .io(path: temporary, operation: "open", errno: errno) }
         do throws(PersistenceError) {
             try writeAll(bytes, fd: fd, path: temporary)
-            guard fsync(fd) == 0 else { throw PersistenceError.io(path: temporary, operation: "fsync", errno: errno) }
+            guard timedSync({ fsync(fd) }) == 0 else {
+                throw PersistenceError.io(path: temporary, operation: "fsync", errno: errno)
+            }
         } catch {
             _ = Glibc.close(fd)
             throw error
@@ -125,7 +130,20 @@ final class PersistenceWriter: @unchecked Sendable {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw .io(path: directory, operation: "open", errno: errno) }
         defer { _ = Glibc.close(fd) }
-        guard fsync(fd) == 0 else { throw .io(path: directory, operation: "fsync", errno: errno) }
+        guard timedSync({ fsync(fd) }) == 0 else { throw .io(path: directory, operation: "fsync", errno: errno) }
+    }
+
+    /// Runs `sync` (an `fsync` or `fdatasync`; errno is left as it set it) and reports its duration to ``onSync``.
+    private func timedSync(_ sync: () -> Int32) -> Int32 {
+        guard let onSync else { return sync() }
+        let clock = ContinuousClock()
+        let started = clock.now
+        let result = sync()
+        let duration = clock.now - started
+        let syncErrno = errno  // the caller reads it after a failure; the report must not change it
+        onSync(duration)
+        errno = syncErrno
+        return result
     }
 
     private func writeAll(_ bytes: ByteBuffer, fd: Int32, path: String) throws(PersistenceError) {
