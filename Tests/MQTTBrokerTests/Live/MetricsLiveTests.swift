@@ -20,7 +20,7 @@ struct MetricsLiveTests {
     }
 
     /// Scrapes `/metrics` and checks the response is a Prometheus text exposition.
-    private static func scrape(_ server: MQTTBrokerServer) async throws -> HTTPTestResponse {
+    private static func scrape(_ server: MQTTBrokerServer) async throws -> ScrapedHTTPResponse {
         let response = try await httpRequest("GET", "/metrics", port: try metricsPort(of: server))
         #expect(response.status == 200)
         #expect(response.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)

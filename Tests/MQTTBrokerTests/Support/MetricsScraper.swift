@@ -6,7 +6,7 @@ import LiveTestSupport
 #endif
 
 /// One HTTP response, read to the end of the connection.
-struct HTTPTestResponse {
+struct ScrapedHTTPResponse {
     var status: Int
     /// Header fields by lower-cased name.
     var headers: [String: String]
@@ -35,7 +35,7 @@ struct HTTPTestResponse {
 
 /// Sends `method path` over HTTP/1.1 to 127.0.0.1:`port` with `Connection: close` and reads the whole response
 /// (blocking reads on a thread of their own, each bounded by a 5 s receive timeout).
-func httpRequest(_ method: String, _ path: String, port: Int) async throws -> HTTPTestResponse {
+func httpRequest(_ method: String, _ path: String, port: Int) async throws -> ScrapedHTTPResponse {
     try await withCheckedThrowingContinuation { continuation in
         Thread.detachNewThread {
             continuation.resume(with: Result { try blockingHTTPRequest(method, path, port: port) })
@@ -43,7 +43,7 @@ func httpRequest(_ method: String, _ path: String, port: Int) async throws -> HT
     }
 }
 
-private func blockingHTTPRequest(_ method: String, _ path: String, port: Int) throws -> HTTPTestResponse {
+private func blockingHTTPRequest(_ method: String, _ path: String, port: Int) throws -> ScrapedHTTPResponse {
     let fd = try connectedSocket(port: port)
     defer { close(fd) }
     var timeout = timeval(tv_sec: 5, tv_usec: 0)
@@ -70,5 +70,5 @@ private func blockingHTTPRequest(_ method: String, _ path: String, port: Int) th
         guard let colon = line.firstIndex(of: ":") else { continue }
         headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
     }
-    return HTTPTestResponse(status: status, headers: headers, body: String(text[end.upperBound...]))
+    return ScrapedHTTPResponse(status: status, headers: headers, body: String(text[end.upperBound...]))
 }
