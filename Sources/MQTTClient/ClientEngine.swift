@@ -9,7 +9,7 @@ typealias Waiter = CheckedContinuation<Completion, Never>
 ///
 /// Threads: caller tasks call `mosquitto_publish` / `mosquitto_subscribe` / `mosquitto_unsubscribe` directly; one
 /// network thread (ours, not `mosquitto_loop_start`, so libmosquitto never reconnects on its own) runs connect,
-/// `mosquitto_loop` and our reconnect timer. libmosquitto callbacks run on that thread and only copy their data into
+/// the socket's I/O (``SocketPoller``) and our reconnect timer. libmosquitto callbacks run on that thread and only copy their data into
 /// the lock-protected state machine or yield it into stream continuations; they never block. The one library call
 /// made from a callback is restoring subscriptions in `on_connect` (`mosquitto_subscribe` only queues a packet and
 /// never waits); connect and disconnect are queued for the network thread (``LoopControl/Command``).
@@ -18,6 +18,8 @@ final class ClientEngine: Sendable {
     let configuration: MQTTClientConfiguration
     private let handle: MosquittoHandle
     private let loop = LoopControl()
+    /// Waits for the socket with `poll(2)`; other threads wake it when they queue packets or commands.
+    private let poller: SocketPoller
     private let core: Locked<Core>
     private let listeners = Locked(Listeners())
 
@@ -46,6 +48,7 @@ final class ClientEngine: Sendable {
             throw .invalidConfiguration("offlineQueueLimit and maxInflightMessages must not be negative")
         }
         self.configuration = configuration
+        poller = try SocketPoller()
         handle = try MosquittoHandle(clientID: configuration.clientID, cleanSession: configuration.cleanSession)
         do {
             try handle.apply(configuration)
@@ -68,6 +71,7 @@ final class ClientEngine: Sendable {
     /// stream. Called from `MQTTClient.deinit`; never blocks, because deinit may run on a cooperative thread.
     func shutdown() {
         loop.send(.stop)
+        poller.wake()
         let stateStreams = core.withLock { core in
             let streams = core.stateStreams
             core.stateStreams = [:]
@@ -117,6 +121,7 @@ final class ClientEngine: Sendable {
                         handle.pointer, &mid, topic, Int32(clamping: bytes.count), bytes.baseAddress,
                         Int32(qos.rawValue), retain)
                 }
+                poller.wake()  // threaded mode only queues it: the network thread writes it
                 let queuedOffline = rc == MosquittoError.noConnection && qos != .atMostOnce
                 if rc == MosquittoError.success || queuedOffline {
                     feed {
@@ -146,6 +151,7 @@ final class ClientEngine: Sendable {
             case .success(let epoch):
                 var mid: Int32 = 0
                 let rc = mosquitto_subscribe(handle.pointer, &mid, filter, Int32(qos.rawValue))
+                poller.wake()
                 guard rc == MosquittoError.success else {
                     waiter.resume(returning: .failed(MosquittoError.operationError(rc)))
                     return
@@ -172,6 +178,7 @@ final class ClientEngine: Sendable {
             case .success(let epoch):
                 var mid: Int32 = 0
                 let rc = mosquitto_unsubscribe(handle.pointer, &mid, filter)
+                poller.wake()
                 guard rc == MosquittoError.success else {
                     waiter.resume(returning: .failed(MosquittoError.operationError(rc)))
                     return
@@ -236,6 +243,7 @@ final class ClientEngine: Sendable {
                 loop.schedule(after: delay, generation: generation)
             case .sendDisconnect:
                 loop.send(.disconnect)
+                poller.wake()  // the network thread may be waiting on the socket
             case .resubscribe(let subscriptions):
                 // Comes from on_connect, on the network thread. libmosquitto re-sends its queued QoS 1/2 messages
                 // right after on_connect returns, so subscribing here (queue-only calls that never wait) puts the
@@ -268,11 +276,11 @@ final class ClientEngine: Sendable {
                 feed { $0.reconnectTimerFired(generation: generation) }
             }
             if socketOpen {
-                let rc = mosquitto_loop(handle.pointer, 100, 1)
+                let rc = poller.runOnce(handle.pointer, timeoutMilliseconds: 100)
                 socketOpen = mosquitto_socket(handle.pointer) >= 0
                 if !socketOpen {
                     // Usually on_disconnect reported this already (then the event is ignored), but libmosquitto
-                    // closes a socket whose TLS handshake failed inside mosquitto_loop without calling it.
+                    // closes a socket whose TLS handshake failed inside its read or write without calling it.
                     let error = MosquittoError.lossError(rc)
                     feed { $0.connectionClosed(cleanly: rc == MosquittoError.success, error: error) }
                 }

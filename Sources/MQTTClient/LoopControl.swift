@@ -4,7 +4,7 @@ import Foundation
 ///
 /// `@unchecked Sendable`: all mutable state is only read or written while `condition` is locked.
 final class LoopControl: @unchecked Sendable {
-    /// Work the network thread performs between `mosquitto_loop` calls.
+    /// Work the network thread performs between turns of its socket loop (``SocketPoller``).
     enum Command: Sendable {
         /// Open the connection (`mosquitto_connect`).
         case connect

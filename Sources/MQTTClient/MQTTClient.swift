@@ -17,8 +17,8 @@ public import MQTTCore
 /// failed, reconnect disabled) waiting publishes fail with `notConnected`; libmosquitto may still hold QoS 1/2 ones
 /// and would send them if `connect()` is called again on the same client.
 ///
-/// The client uses its own network thread running `mosquitto_loop` (not `mosquitto_loop_start`, whose built-in
-/// reconnect cannot be switched off). Releasing the last reference drops the connection without DISCONNECT, like a
+/// The client uses its own network thread running libmosquitto's socket I/O (not `mosquitto_loop_start`, whose
+/// built-in reconnect cannot be switched off). Releasing the last reference drops the connection without DISCONNECT, like a
 /// crash: the broker then publishes the will. Call ``disconnect()`` first for a clean goodbye.
 public final class MQTTClient: Sendable {
     private let engine: ClientEngine

@@ -13,7 +13,7 @@ private let mosquittoLibraryInitialised: Bool = {
 /// (`mosquitto_threaded_set`), where libmosquitto guards its state with its own mutexes. Only the calls documented as
 /// thread-safe in that mode (`mosquitto_publish`, `mosquitto_subscribe`, `mosquitto_unsubscribe`) are made from
 /// caller threads; configuration happens in `init` before the network thread starts, and connect, disconnect,
-/// `mosquitto_loop` and `mosquitto_destroy` run only on the network thread.
+/// the socket I/O (``SocketPoller``) and `mosquitto_destroy` run only on the network thread.
 final class MosquittoHandle: @unchecked Sendable {
     let pointer: OpaquePointer
 
@@ -26,7 +26,7 @@ final class MosquittoHandle: @unchecked Sendable {
         mosquitto_threaded_set(pointer, true)
     }
 
-    /// Frees the handle; call once, from the network thread, after its last `mosquitto_loop`.
+    /// Frees the handle; call once, from the network thread, after its last turn of socket I/O.
     func destroy() {
         mosquitto_destroy(pointer)
     }
