@@ -3,7 +3,9 @@
 # Idempotent: packages already present are not fetched again.
 set -euo pipefail
 
-APT_PACKAGES=(libmosquitto-dev mosquitto mosquitto-clients protobuf-compiler libsqlite3-dev openssl python3-pip)
+# ejabberd: its mod_mqtt is the peer broker with a WebSocket listener (scripts/ejabberd-peer.sh), since Debian 12's
+# mosquitto 2.0.11 cannot open one here.
+APT_PACKAGES=(libmosquitto-dev mosquitto mosquitto-clients protobuf-compiler libsqlite3-dev openssl python3-pip ejabberd)
 PIP_PACKAGES=(paho-mqtt pytest)
 
 missing=()
@@ -23,6 +25,19 @@ fi
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet mosquitto 2>/dev/null; then
   echo "setup: stopping the system mosquitto service (it holds port 1883, which the tests and scripts/run.sh use)" >&2
   systemctl stop mosquitto || true
+fi
+
+# ejabberd's Debian package installs a system service (XMPP on 5222, its own epmd). The peer script starts a node of
+# its own on free loopback ports instead, so the packaged service must neither run nor start at boot.
+if command -v systemctl >/dev/null 2>&1; then
+  if systemctl is-active --quiet ejabberd 2>/dev/null; then
+    echo "setup: stopping the system ejabberd service (scripts/ejabberd-peer.sh starts its own node for the tests)" >&2
+    systemctl stop ejabberd || true
+  fi
+  if systemctl is-enabled --quiet ejabberd 2>/dev/null; then
+    echo "setup: disabling the system ejabberd service" >&2
+    systemctl disable ejabberd >/dev/null 2>&1 || true
+  fi
 fi
 
 pip_missing=()
