@@ -10,6 +10,9 @@
 #   EJABBERD_MQTT_PORT  MQTT over TCP (mod_mqtt listener)
 #   EJABBERD_HTTP_PORT  HTTP listener whose request handler `/mqtt: mod_mqtt` serves MQTT over WebSockets
 #   EJABBERD_EPMD_PORT  the node's own epmd (never the default 4369, which another node on the machine may use)
+# EJABBERD_MQTT_MAX_QUEUE sets mod_mqtt's `max_queue` (default: ejabberd's own, 5000): a session whose queue of
+# outgoing messages grows beyond it is closed ("Message queue is overloaded"), since mod_mqtt does not slow
+# publishers down; benchmarks that publish as fast as they can set it to `unlimited`.
 # `up` prints `mqtt_port=`, `ws_port=`, `ws_path=`, `epmd_port=`, `node=` and `pid=` lines on stdout.
 #
 # Started by hand with `erl … -s ejabberd`, not with ejabberdctl (which switches user and may run `epmd -kill`,
@@ -144,7 +147,8 @@ listen:
 shaper: {}
 shaper_rules: {}
 modules:
-  mod_mqtt: {}
+  mod_mqtt:
+$(if [ -n "${EJABBERD_MQTT_MAX_QUEUE:-}" ]; then echo "    max_queue: $EJABBERD_MQTT_MAX_QUEUE"; else echo "    {}"; fi)
 EOF
   printf 'mqtt_port=%s\nws_port=%s\nws_path=/mqtt\nepmd_port=%s\nnode=%s\n' \
     "$mqtt_port" "$http_port" "$epmd_port" "$node" >"$dir/ports"
