@@ -210,6 +210,8 @@ let package = Package(
             dependencies: [
                 "MQTTLoadGen", "MQTTCore", "MQTTBroker", "LiveTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ]
         ),
         .testTarget(

@@ -3,7 +3,7 @@
 # (mod_mqtt behind `ejabberd_http` at /mqtt, started by scripts/ejabberd-peer.sh), with `mqttchat bench --transport ws`.
 # Debian 12's mosquitto 2.0.11 cannot open a WebSocket listener on this machine, so ejabberd is the peer.
 #
-#   Benchmarks/scripts/bench-ws.sh              # 3 repetitions, brokers alternating: medians and ratios (ours / ejabberd)
+#   Benchmarks/scripts/bench-ws.sh     # 3 repetitions, brokers alternating: medians and ratios (ours / ejabberd)
 #   options: --repeat R  --messages N (messages the publisher sends per run; default 20000)  --no-build
 #            --keep (keep the temp dir with the brokers' logs)
 #   env: MQTTCHAT_BIN=path (skip the build and use this binary)
@@ -194,7 +194,8 @@ for name, by in rows.items():
     o, e = summary(by["ours"]), summary(by["ejabberd"])
     get = lambda x, k: x[k] if x else None
     counts = lambda k: f"{'n/a' if o is None else o[k]}/{'n/a' if e is None else e[k]}"
-    failed = "".join(f"  ({who}: {x['failed']} failed)" for who, x in (("ours", o), ("ejabberd", e)) if x and x["failed"])
+    failed = "".join(f"  ({who}: {x['failed']} failed)"
+                     for who, x in (("ours", o), ("ejabberd", e)) if x and x["failed"])
     print(f"{name:<15} {'delivered msg/s':<22} {fmt(get(o,'rate')):>12} {fmt(get(e,'rate')):>12} "
           f"{ratio(get(o,'rate'), get(e,'rate')):>7}  {counts('lost'):>9} {counts('dup'):>8}{failed}")
     pairs = [f"{a / b:.2f}" for a, b in zip(get(o, "all") or [], get(e, "all") or []) if b]

@@ -79,7 +79,8 @@ final class WebSocketUpgradeRequester: ChannelInboundHandler, RemovableChannelHa
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         // Only a response the upgrade handler let through gets here: the broker did not switch protocols.
         if case .head(let head) = unwrapInboundIn(data) {
-            fail(context: context, "the broker answered the WebSocket upgrade with \(head.status.code) \(head.status.reasonPhrase)")
+            let status = "\(head.status.code) \(head.status.reasonPhrase)"
+            fail(context: context, "the broker answered the WebSocket upgrade with \(status)")
         }
     }
 
@@ -99,10 +100,10 @@ final class WebSocketUpgradeRequester: ChannelInboundHandler, RemovableChannelHa
 }
 
 /// Plain bytes over WebSocket frames, for the MQTT handlers behind it. Inbound: the payload of binary and
-/// continuation frames (a broker may split one MQTT packet over frames or put several into one; the handlers reassemble
-/// packets from bytes either way), pings answered, a close frame closes. Outbound: each buffer becomes one final binary
-/// frame with a fresh random masking key, as RFC 6455 requires of every client frame (NIOWebSocket's encoder applies
-/// the mask).
+/// continuation frames (a broker may split one MQTT packet over frames or put several into one; the handlers
+/// reassemble packets from bytes either way), pings answered, a close frame closes, a text frame is an error.
+/// Outbound: each buffer becomes one final binary frame with a fresh random masking key, as RFC 6455 requires of
+/// every client frame (NIOWebSocket's encoder applies the mask).
 final class WebSocketByteStream: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = WebSocketFrame
     typealias InboundOut = ByteBuffer
@@ -114,8 +115,12 @@ final class WebSocketByteStream: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
         switch frame.opcode {
-        case .binary, .continuation, .text:
+        case .binary, .continuation:
             context.fireChannelRead(wrapInboundOut(frame.unmaskedData))
+        case .text:
+            // MQTT-6.0.0-1: MQTT travels in binary frames only; a recipient of any other data frame closes.
+            context.fireErrorCaught(LoadGenError.malformedPacket("a WebSocket text frame"))
+            context.close(promise: nil)
         case .ping:
             let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)
             context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
