@@ -123,6 +123,9 @@ let package = Package(
                 "MQTTCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                // The HTTP/1.1 upgrade and WebSocket frames of `mqttchat bench --transport ws`.
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
         ),
@@ -210,8 +213,10 @@ let package = Package(
         .testTarget(
             name: "MQTTLoadGenTests",
             dependencies: [
-                "MQTTLoadGen", "MQTTCore", "LiveTestSupport",
+                "MQTTLoadGen", "MQTTCore", "MQTTBroker", "LiveTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ]
         ),
         .testTarget(

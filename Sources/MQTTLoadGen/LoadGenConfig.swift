@@ -22,10 +22,29 @@ public struct LoadGenConfig: Sendable, Hashable {
         case aligned
     }
 
+    /// What the generator's connections speak to the broker.
+    public enum Transport: String, Sendable, Hashable, Codable, CaseIterable {
+        /// MQTT packets straight on TCP.
+        case tcp
+        /// MQTT packets in WebSocket binary frames after an HTTP/1.1 upgrade to ``LoadGenConfig/webSocketPath``
+        /// (subprotocol `mqtt`), as browsers connect.
+        case ws
+    }
+
     /// Broker host (an address or a name).
     public var host: String = "127.0.0.1"
     /// Broker TCP port.
     public var port: Int = 1883
+    /// Plain MQTT over TCP or MQTT over WebSockets.
+    public var transport: Transport = .tcp
+    /// With ``Transport/ws``: the path of the upgrade request (`mosquitto` and mqttchat accept any, ejabberd's
+    /// `mod_mqtt` handler is mounted at one).
+    public var webSocketPath: String = "/mqtt"
+    /// User name sent in every CONNECT (nil: none). Brokers with anonymous login may still want one (ejabberd's
+    /// `login_anon` needs a non-empty user name and password).
+    public var username: String?
+    /// Password sent in every CONNECT with ``username`` (nil: none).
+    public var password: String?
     /// Traffic shape.
     public var scenario: LoadScenario = .fanout
     /// QoS of every PUBLISH and every subscription.
@@ -85,6 +104,10 @@ public struct LoadGenConfig: Sendable, Hashable {
         var config = self
         config.payloadSize = max(payloadSize, PayloadStamp.byteCount)
         guard (1...65_535).contains(port) else { throw .invalidConfiguration("port \(port) is out of range") }
+        guard webSocketPath.hasPrefix("/"), !webSocketPath.contains(where: \.isWhitespace) else {
+            throw .invalidConfiguration("the WebSocket path must start with / and contain no white space")
+        }
+        if password != nil, username == nil { throw .invalidConfiguration("a password needs a user name") }
         guard threads >= 1 else { throw .invalidConfiguration("at least one thread is needed") }
         guard connectTimeout > 0, publishTimeout > 0, drainTimeout >= 0 else {
             throw .invalidConfiguration("timeouts must be positive")
@@ -113,6 +136,9 @@ public struct LoadGenConfig: Sendable, Hashable {
 }
 
 extension LoadGenConfig {
+    /// The user name and password of every CONNECT.
+    var login: WirePackets.Login { WirePackets.Login(username: username, password: password) }
+
     /// How long after the common start publisher `index`'s first message is due: `index / rate` seconds when
     /// interleaved (so consecutive messages of the whole run are `1 / rate` apart), 0 when aligned or not paced.
     func phaseNanos(ofPublisher index: Int) -> UInt64 {

@@ -6,7 +6,7 @@ import NIOPosix
 import Glibc
 #endif
 
-/// Runs one load generator scenario against a broker over real TCP connections.
+/// Runs one load generator scenario against a broker over real TCP connections (MQTT on TCP or over WebSockets).
 ///
 /// Never hangs: connecting is bounded by ``LoadGenConfig/connectTimeout``, publishing by
 /// ``LoadGenConfig/publishTimeout`` (plus ``LoadGenConfig/duration``), and waiting for missing messages by
@@ -58,13 +58,50 @@ private struct RunSession {
             .channelInitializer(initializer)
     }
 
+    /// Opens one connection with the MQTT handler `makeHandler` builds on the channel's loop: straight on TCP (the
+    /// handler is the whole pipeline), or behind a WebSocket upgrade, after which the connection counts as open.
     private func connect<Handler: ChannelHandler & SendableMetatype>(
-        _ handlerType: Handler.Type, _ initializer: @escaping @Sendable (any Channel) -> EventLoopFuture<Void>
+        _ makeHandler: @escaping @Sendable () throws -> Handler
     ) -> EventLoopFuture<(any Channel, NIOLoopBound<Handler>)> {
-        bootstrap(initializer).connect(host: config.host, port: config.port).flatMap { channel in
+        let opened: EventLoopFuture<any Channel>
+        switch config.transport {
+        case .tcp:
+            opened = bootstrap { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(makeHandler()) }
+            }.connect(host: config.host, port: config.port)
+        case .ws:
+            opened = connectWebSocket(makeHandler)
+        }
+        return opened.flatMap { channel in
             channel.eventLoop.submit {
-                let handler = try channel.pipeline.syncOperations.handler(type: handlerType)
+                let handler = try channel.pipeline.syncOperations.handler(type: Handler.self)
                 return (channel, NIOLoopBound(handler, eventLoop: channel.eventLoop))
+            }
+        }
+    }
+
+    /// A connection whose WebSocket upgrade is done (bounded by the connect timeout), the MQTT handler in place.
+    private func connectWebSocket(
+        _ makeHandler: @escaping @Sendable () throws -> any ChannelHandler
+    ) -> EventLoopFuture<any Channel> {
+        let config = config
+        let upgraded = loop.makePromise(of: Void.self)
+        let timeout = loop.scheduleTask(in: .nanoseconds(Int64(config.connectTimeout * 1e9))) {
+            upgraded.fail(LoadGenError.timedOut(phase: "WebSocket upgrade", seconds: config.connectTimeout))
+        }
+        upgraded.futureResult.whenComplete { _ in timeout.cancel() }
+        let connected = bootstrap { channel in
+            WebSocketTransport.configure(
+                channel, host: config.host, port: config.port, path: config.webSocketPath, upgraded: upgraded,
+                makeHandler: makeHandler)
+        }
+        .connect(host: config.host, port: config.port)
+        // No channel, no upgrade: complete the promise (NIO reports promises dropped uncompleted).
+        connected.whenFailure { upgraded.fail($0) }
+        return connected.flatMap { channel in
+            upgraded.futureResult.map { channel }.flatMapError { error in
+                channel.close(promise: nil)
+                return channel.eventLoop.makeFailedFuture(error)
             }
         }
     }
@@ -142,14 +179,9 @@ private struct RunSession {
                 let plan = SubscriberPlan(
                     filter: filter(of: index), qos: config.qos, publisherCount: config.publishers,
                     recordsLatency: config.recordsLatency, clientID: "bench-\(runID)-s\(index)",
-                    keepAliveSeconds: config.keepAliveSeconds, decodePath: config.decodePath)
+                    keepAliveSeconds: config.keepAliveSeconds, login: config.login, decodePath: config.decodePath)
                 subscriberConnects.append(
-                    connect(SubscriberHandler.self) { channel in
-                        channel.eventLoop.makeCompletedFuture {
-                            try channel.pipeline.syncOperations.addHandler(
-                                SubscriberHandler(plan: plan, counters: counters, ready: ready, drained: drained))
-                        }
-                    })
+                    connect { try SubscriberHandler(plan: plan, counters: counters, ready: ready, drained: drained) })
             }
             let subscribers = try await awaitConnected(subscriberConnects)
             channels += subscribers.map(\.0)
@@ -171,14 +203,9 @@ private struct RunSession {
                     rate: perPublisherRate,
                     phaseNanos: config.phaseNanos(ofPublisher: index),
                     inflight: config.inflight, clientID: "bench-\(runID)-p\(index)",
-                    keepAliveSeconds: config.keepAliveSeconds, decodePath: config.decodePath)
+                    keepAliveSeconds: config.keepAliveSeconds, login: config.login, decodePath: config.decodePath)
                 publisherConnects.append(
-                    connect(PublisherHandler.self) { channel in
-                        channel.eventLoop.makeCompletedFuture {
-                            try channel.pipeline.syncOperations.addHandler(
-                                PublisherHandler(plan: plan, counters: counters, ready: ready, done: done))
-                        }
-                    })
+                    connect { try PublisherHandler(plan: plan, counters: counters, ready: ready, done: done) })
             }
             let publishers = try await awaitConnected(publisherConnects)
             channels += publishers.map(\.0)
@@ -287,7 +314,8 @@ private struct RunSession {
     func runIdle() async throws(LoadGenError) -> LoadGenResult {
         let config = config
         let counters = counters
-        let connectPacket = try WirePackets.connect(clientID: "", keepAliveSeconds: config.keepAliveSeconds)
+        let connectPacket = try WirePackets.connect(
+            clientID: "", keepAliveSeconds: config.keepAliveSeconds, login: config.login)
         let rssBefore = try config.brokerPID.map { pid throws(LoadGenError) in try BrokerMemory.residentKiB(pid: pid) }
         var channels: [any Channel] = []
         var promises: [EventLoopPromise<Void>] = []
@@ -304,13 +332,10 @@ private struct RunSession {
                     promises.append(promise)
                     ready.append(promise.futureResult)
                     connects.append(
-                        connect(IdleHandler.self) { channel in
-                            channel.eventLoop.makeCompletedFuture {
-                                try channel.pipeline.syncOperations.addHandler(
-                                    IdleHandler(
-                                        connectPacket: connectPacket, keepAliveSeconds: config.keepAliveSeconds,
-                                        counters: counters, ready: promise))
-                            }
+                        connect {
+                            IdleHandler(
+                                connectPacket: connectPacket, keepAliveSeconds: config.keepAliveSeconds,
+                                counters: counters, ready: promise)
                         })
                 }
                 channels += try await awaitConnected(connects).map(\.0)

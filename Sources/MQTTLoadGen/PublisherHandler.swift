@@ -32,6 +32,7 @@ struct PublisherPlan: Sendable {
     var inflight: Int
     var clientID: String
     var keepAliveSeconds: UInt16
+    var login: WirePackets.Login
     var decodePath: LoadGenConfig.DecodePath
 }
 
@@ -82,7 +83,8 @@ final class PublisherHandler: ChannelInboundHandler {
         self.template = try PublishTemplate(
             topic: plan.topic, qos: plan.qos, payloadSize: plan.payloadSize, publisherIndex: plan.publisherIndex)
         self.opening = ConnectionOpening(
-            connectPacket: try WirePackets.connect(clientID: plan.clientID, keepAliveSeconds: plan.keepAliveSeconds),
+            connectPacket: try WirePackets.connect(
+                clientID: plan.clientID, keepAliveSeconds: plan.keepAliveSeconds, login: plan.login),
             keepAliveSeconds: plan.keepAliveSeconds)
         self.counters = counters
         self.ready = ready

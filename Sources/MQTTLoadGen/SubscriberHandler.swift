@@ -19,6 +19,7 @@ struct SubscriberPlan: Sendable {
     var recordsLatency: Bool
     var clientID: String
     var keepAliveSeconds: UInt16
+    var login: WirePackets.Login
     var decodePath: LoadGenConfig.DecodePath
 }
 
@@ -49,7 +50,8 @@ final class SubscriberHandler: ChannelInboundHandler {
     ) throws(LoadGenError) {
         self.plan = plan
         self.opening = ConnectionOpening(
-            connectPacket: try WirePackets.connect(clientID: plan.clientID, keepAliveSeconds: plan.keepAliveSeconds),
+            connectPacket: try WirePackets.connect(
+                clientID: plan.clientID, keepAliveSeconds: plan.keepAliveSeconds, login: plan.login),
             keepAliveSeconds: plan.keepAliveSeconds)
         self.subscribePacket = try WirePackets.subscribe(filter: plan.filter, qos: plan.qos)
         self.counters = counters

@@ -15,9 +15,18 @@ enum WirePackets {
         return buffer
     }
 
-    /// CONNECT with a clean session.
-    static func connect(clientID: String, keepAliveSeconds: UInt16) throws(LoadGenError) -> ByteBuffer {
-        try encode(.connect(ConnectPacket(cleanSession: true, keepAliveSeconds: keepAliveSeconds, clientIdentifier: clientID)))
+    /// CONNECT with a clean session, and the user name and password if there are any.
+    static func connect(clientID: String, keepAliveSeconds: UInt16, login: Login) throws(LoadGenError) -> ByteBuffer {
+        var packet = ConnectPacket(cleanSession: true, keepAliveSeconds: keepAliveSeconds, clientIdentifier: clientID)
+        packet.username = login.username
+        packet.password = login.password.map { Array($0.utf8) }
+        return try encode(.connect(packet))
+    }
+
+    /// The user name and password every CONNECT of a run carries.
+    struct Login: Sendable, Hashable {
+        var username: String?
+        var password: String?
     }
 
     /// SUBSCRIBE to one filter.

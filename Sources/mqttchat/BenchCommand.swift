@@ -20,6 +20,12 @@ struct BenchCommand: AsyncParsableCommand {
 
     @Option(help: "Broker host.") var host = "127.0.0.1"
     @Option(help: "Broker port.") var port = 1883
+    @Option(help: "tcp (MQTT on TCP) or ws (MQTT over WebSockets, subprotocol mqtt, after an HTTP/1.1 upgrade).")
+    var transport: TransportArgument = .tcp
+    @Option(name: .customLong("ws-path"), help: "With --transport ws: the path of the upgrade request.")
+    var wsPath = "/mqtt"
+    @Option(help: "User name in every CONNECT (ejabberd's anonymous login wants one).") var username: String?
+    @Option(help: "Password in every CONNECT (with --username).") var password: String?
     @Option(help: "fanout | fanin | pairs | idle") var scenario: ScenarioArgument = .fanout
     @Option(help: "QoS of every publish and subscription: 0, 1 or 2.") var qos = 0
     @Option(help: "Publishing connections (default: fanout 1, fanin 10, pairs 10).") var publishers: Int?
@@ -52,6 +58,11 @@ struct BenchCommand: AsyncParsableCommand {
         case fanout, fanin, pairs, idle
     }
 
+    /// `--transport` values (see ``LoadGenConfig/Transport``).
+    enum TransportArgument: String, ExpressibleByArgument, CaseIterable {
+        case tcp, ws
+    }
+
     /// `--pacing` values (see ``LoadGenConfig/Pacing``).
     enum PacingArgument: String, ExpressibleByArgument, CaseIterable {
         case interleaved, aligned
@@ -65,6 +76,10 @@ struct BenchCommand: AsyncParsableCommand {
         var config = LoadGenConfig(scenario: scenario, qos: qos)
         config.host = host
         config.port = port
+        config.transport = LoadGenConfig.Transport(rawValue: transport.rawValue) ?? .tcp
+        config.webSocketPath = wsPath
+        config.username = username
+        config.password = password
         if let publishers { config.publishers = publishers }
         if let subscribers {
             config.subscribers = subscribers

@@ -52,6 +52,9 @@ class Broker:
     """One broker process: config in a tmp dir, output captured to a file, restartable on the
     same port with the same config."""
 
+    # User name and password every client sends (the ejabberd peer's anonymous login wants them).
+    login: tuple[str, str] | None = None
+
     def __init__(self, kind: str, tmp: Path, options: dict):
         self.kind = kind
         self.tmp = tmp
@@ -261,11 +264,14 @@ class Client:
     """A paho-mqtt 2.x client (MQTT 3.1.1) with bounded waits on everything."""
 
     def __init__(self, port: int, client_id: str | None = None, clean: bool = True,
-                 keepalive: int = 10, will: tuple | None = None, transport: str = "tcp"):
+                 keepalive: int = 10, will: tuple | None = None, transport: str = "tcp",
+                 login: tuple[str, str] | None = None):
         self.port = port
         self.client_id = client_id or f"t-{uuid.uuid4().hex[:12]}"
         self.c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=self.client_id,
                              protocol=mqtt.MQTTv311, clean_session=clean, transport=transport)
+        if login is not None:
+            self.c.username_pw_set(*login)
         if transport == "websockets":
             self.c.ws_set_options(path="/mqtt")  # paho offers the subprotocol "mqtt"
         self.keepalive = keepalive
@@ -368,7 +374,7 @@ def client_factory():
 
     def factory(broker: Broker, client_id: str | None = None, clean: bool = True,
                 keepalive: int = 10, will: tuple | None = None, connect: bool = True) -> Client:
-        c = Client(broker.port, client_id, clean, keepalive, will)
+        c = Client(broker.port, client_id, clean, keepalive, will, login=broker.login)
         made.append(c)
         return c.connect() if connect else c
 
@@ -390,6 +396,58 @@ def raw_factory():
     yield factory
     for c in made:
         c.close()
+
+
+# --------------------------------------------------------------------------- ejabberd peer
+
+REPO = Path(__file__).resolve().parents[2]
+EJABBERD_PEER = REPO / "scripts" / "ejabberd-peer.sh"
+
+
+class EjabberdPeer:
+    """The ejabberd node scripts/ejabberd-peer.sh started: mod_mqtt on `port` (TCP) and on `ws_port` (WebSockets at
+    /mqtt). Its anonymous login needs a non-empty user name and password, so every client sends `login`."""
+
+    kind = "ejabberd"
+    login = ("peer", "peer")
+
+    def __init__(self, directory: Path, ports: dict[str, str]):
+        self.directory = directory
+        self.port = int(ports["mqtt_port"])
+        self.ws_port = int(ports["ws_port"])
+        self.ws_path = ports["ws_path"]
+
+    def output(self) -> str:
+        log = self.directory / "ejabberd.log"
+        return log.read_text(errors="replace")[-4000:] if log.exists() else ""
+
+    def raw(self) -> mqtt_raw.RawClient:
+        return mqtt_raw.RawClient(self.port)
+
+
+def ejabberd_installed() -> bool:
+    libs = Path("/usr/lib/x86_64-linux-gnu")
+    return shutil.which("erl") is not None and any(libs.glob("ejabberd-*/ebin/mod_mqtt.beam"))
+
+
+@pytest.fixture(scope="module")
+def ejabberd_peer(tmp_path_factory):
+    """One ejabberd node for the module (a peer broker with a WebSocket listener), stopped with its epmd at the end.
+    Skipped only when ejabberd is not installed (scripts/setup.sh installs it)."""
+    if not ejabberd_installed():
+        pytest.skip("ejabberd is not installed (scripts/setup.sh installs it)")
+    directory = tmp_path_factory.mktemp("ejabberd-peer")
+    try:
+        up = subprocess.run([str(EJABBERD_PEER), "up", str(directory)], capture_output=True, text=True, timeout=90)
+    except subprocess.TimeoutExpired:
+        subprocess.run([str(EJABBERD_PEER), "down", str(directory)], capture_output=True, timeout=30)
+        raise
+    try:
+        assert up.returncode == 0, f"ejabberd-peer.sh up failed ({up.returncode}):\n{up.stdout}{up.stderr}"
+        ports = dict(line.split("=", 1) for line in up.stdout.splitlines() if "=" in line)
+        yield EjabberdPeer(directory, ports)
+    finally:
+        subprocess.run([str(EJABBERD_PEER), "down", str(directory)], capture_output=True, timeout=30)
 
 
 def unique(prefix: str = "e2e") -> str:
@@ -438,6 +496,8 @@ def mosquitto_pub(broker: Broker, topic: str, message: str, qos: int = 0, retain
             "-t", topic, "-m", message, "-q", str(qos)]
     if retain:
         args.append("-r")
+    if broker.login is not None:
+        args += ["-u", broker.login[0], "-P", broker.login[1]]
     args += extra or []
     r = subprocess.run(args, capture_output=True, timeout=timeout, text=True)
     assert r.returncode == 0, f"mosquitto_pub failed: {r.stderr}"

@@ -2,9 +2,14 @@
 (path /mqtt, subprotocol "mqtt"), a raw WebSocket client for what paho will not do (dying without DISCONNECT), and
 plain TCP clients on the same broker.
 
-Our broker only: Debian's mosquitto 2.0.11 cannot open a WebSocket listener on this machine (a known limitation of
-that build here), so there is no reference run; the wire format is RFC 6455 plus MQTT 3.1.1 section 6, and the
-Swift live tests (Tests/MQTTBrokerTests/Live/WebSocketLiveTests.swift) cover the frame-level rules.
+Debian's mosquitto 2.0.11 cannot open a WebSocket listener on this machine (a known limitation of that build here),
+so the reference for the broker-neutral cases (QoS 0/1/2, retained, wills, persistent sessions, WebSocket and TCP
+clients together) is an ejabberd 23.01 node (`ejabberd_peer`: mod_mqtt behind an `ejabberd_http` listener at /mqtt,
+started once per module by scripts/ejabberd-peer.sh). Those cases run against both (`ws_target`); on one node
+ejabberd departs in none of them (retained messages included: only across a cluster are they node-local), so none
+carries an xfail. Password files, http_dir and wss are ours only. The wire format is
+RFC 6455 plus MQTT 3.1.1 section 6, and the Swift live tests (Tests/MQTTBrokerTests/Live/WebSocketLiveTests.swift)
+cover the frame-level rules.
 """
 
 from __future__ import annotations
@@ -42,6 +47,18 @@ def ws_broker(tmp_path, request):
     yield from managed_brokers(request, make)
 
 
+WS_TARGETS = ["mqttchat", "ejabberd"]
+
+
+@pytest.fixture(params=WS_TARGETS)
+def ws_target(request):
+    """A broker with a WebSocket listener (`ws_port`, path /mqtt) and a TCP one (`port`): ours, started for the test,
+    or the module's ejabberd peer (started on first use only, so `-k mqttchat` never starts it)."""
+    if request.param == "mqttchat":
+        return request.getfixturevalue("ws_broker")()
+    return request.getfixturevalue("ejabberd_peer")
+
+
 @pytest.fixture
 def ws_client():
     """ws_client(broker, client_id=None, clean=True, will=None, connect=True) -> a paho client over WebSockets."""
@@ -49,7 +66,7 @@ def ws_client():
 
     def factory(broker: Broker, client_id: str | None = None, clean: bool = True, will: tuple | None = None,
                 connect: bool = True) -> Client:
-        c = Client(broker.ws_port, client_id, clean, 10, will, transport="websockets")
+        c = Client(broker.ws_port, client_id, clean, 10, will, transport="websockets", login=broker.login)
         made.append(c)
         return c.connect() if connect else c
 
@@ -109,13 +126,12 @@ def round_trip(sub: Client, pub: Client, qos: int) -> None:
 
 
 @pytest.mark.parametrize("qos", [0, 1, 2])
-def test_paho_over_websockets_at_each_qos(ws_broker, ws_client, qos):
-    broker = ws_broker()
-    round_trip(ws_client(broker), ws_client(broker), qos)
+def test_paho_over_websockets_at_each_qos(ws_target, ws_client, qos):
+    round_trip(ws_client(ws_target), ws_client(ws_target), qos)
 
 
-def test_retained_message_reaches_a_later_websocket_subscriber(ws_broker, ws_client):
-    broker = ws_broker()
+def test_retained_message_reaches_a_later_websocket_subscriber(ws_target, ws_client):
+    broker = ws_target
     topic = unique("ws-retained")
     ws_client(broker).publish(topic, b"kept", qos=1, retain=True)
     late = ws_client(broker)
@@ -125,14 +141,16 @@ def test_retained_message_reaches_a_later_websocket_subscriber(ws_broker, ws_cli
 
 
 @pytest.mark.parametrize("ending", ["socket closed", "websocket close frame"])
-def test_will_of_a_websocket_client_that_leaves_without_disconnect(ws_broker, client_factory, ending):
-    broker = ws_broker()
+def test_will_of_a_websocket_client_that_leaves_without_disconnect(ws_target, client_factory, ending):
+    broker = ws_target
     topic = unique("ws-will")
     watcher = client_factory(broker)  # over TCP
     assert watcher.subscribe(topic, 1) == 1
     raw = RawWebSocket(broker.ws_port)
     assert raw.status == 101
-    raw.send_frame(0x2, mqtt_raw.connect(unique("ws-dying").replace("/", "-"), will=(topic, b"gone", 1, False)))
+    username, password = broker.login or (None, None)
+    raw.send_frame(0x2, mqtt_raw.connect(unique("ws-dying").replace("/", "-"), will=(topic, b"gone", 1, False),
+                                         username=username, password=password and password.encode()))
     assert raw.recv_frame() == (0x2, b"\x20\x02\x00\x00")  # CONNACK accepted, in a binary frame
     if ending == "websocket close frame":
         raw.send_frame(0x8, struct.pack("!H", 1000))
@@ -142,8 +160,8 @@ def test_will_of_a_websocket_client_that_leaves_without_disconnect(ws_broker, cl
     assert (m.topic, m.payload) == (topic, b"gone")
 
 
-def test_disconnect_publishes_no_will(ws_broker, ws_client, client_factory):
-    broker = ws_broker()
+def test_disconnect_publishes_no_will(ws_target, ws_client, client_factory):
+    broker = ws_target
     topic = unique("ws-will")
     watcher = client_factory(broker)
     assert watcher.subscribe(topic, 1) == 1
@@ -151,8 +169,8 @@ def test_disconnect_publishes_no_will(ws_broker, ws_client, client_factory):
     watcher.no_message(0.5)
 
 
-def test_persistent_session_over_websockets_gets_what_came_while_away(ws_broker, ws_client, client_factory):
-    broker = ws_broker()
+def test_persistent_session_over_websockets_gets_what_came_while_away(ws_target, ws_client, client_factory):
+    broker = ws_target
     topic, client_id = unique("ws-session"), unique("ws-sess").replace("/", "-")
     first = ws_client(broker, client_id=client_id, clean=False)
     assert first.subscribe(topic, 1) == 1
@@ -163,8 +181,8 @@ def test_persistent_session_over_websockets_gets_what_came_while_away(ws_broker,
     assert back.get().payload == b"while you were away"
 
 
-def test_websocket_and_tcp_clients_talk_both_ways(ws_broker, ws_client, client_factory):
-    broker = ws_broker()
+def test_websocket_and_tcp_clients_talk_both_ways(ws_target, ws_client, client_factory):
+    broker = ws_target
     browser, terminal = ws_client(broker), client_factory(broker)
     to_browser, to_terminal = unique("to-ws"), unique("to-tcp")
     assert browser.subscribe(to_browser, 1) == 1
