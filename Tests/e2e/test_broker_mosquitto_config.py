@@ -113,8 +113,8 @@ def test_broker_starts_on_debian_stock_config(tmp_path, broker_processes):
     assert f"127.0.0.1:{port}" in b.wait_listening()
     topic = unique("debian")
 
-    class Port:  # mosquitto_pub only needs .port
-        pass
+    class Port:  # mosquitto_pub only needs .port, and .login for brokers that want a user name
+        login = None
 
     target = Port()
     target.port = port

@@ -120,15 +120,20 @@ struct MultiLoopBrokerTests {
             _ = try await old.subscribe("flow", qos: .atLeastOnce)
             let oldLoop = try await server.socketLoop(ofClientID: "dup")
 
-            let count = 120
+            // Publishes until the takeover is done and 20 more went out (at least 120, at most 2,000): a fixed count
+            // could all be acknowledged before a fast takeover and leave nothing for the new connection to check.
+            let takenOver = TakeoverSignal()
             let published = Task { () throws -> [PublishTiming] in
                 var timings: [PublishTiming] = []
-                for n in 1...count {
+                var afterTakeover = 0
+                for n in 1...2000 {
                     let sentAt = ContinuousClock.now
                     try await publisher.send(
                         .publish(PublishPacket(topic: "flow", payload: ByteBuffer(string: "\(n)"), qos: .atLeastOnce, packetID: UInt16(n))))
                     guard case .puback = try await publisher.next() else { throw LiveClientError.connectionClosed }
                     timings.append(PublishTiming(sentAt: sentAt, completedAt: ContinuousClock.now))
+                    if await takenOver.isSet { afterTakeover += 1 }
+                    if n >= 120 && afterTakeover >= 20 { break }
                 }
                 return timings
             }
@@ -144,12 +149,15 @@ struct MultiLoopBrokerTests {
             let (new, connack) = try await LiveClient.connect(
                 to: address, ConnectPacket(cleanSession: false, clientIdentifier: "dup"))
             let connAckAt = ContinuousClock.now
+            await takenOver.set()
             #expect(connack.returnCode == .accepted && connack.sessionPresent)
             let newLoop = try await server.socketLoop(ofClientID: "dup")
             #expect(oldLoop != nil && newLoop != nil && oldLoop != newLoop)
             #expect(await old.closedByBroker())
 
             let timings = try await published.value
+            let count = timings.count
+            #expect(count < 2000, "the takeover did not finish while 2,000 messages were published")
             var newReceived: [Int] = []
             while let publish = try? await new.nextPublish(timeout: .milliseconds(500)) {
                 newReceived.append(Int(String(buffer: publish.payload)) ?? -1)
@@ -365,4 +373,10 @@ private func runQoS2Publisher(_ client: LiveClient, index: Int, count: Int) asyn
         timings.append(PublishTiming(sentAt: sentAt, completedAt: ContinuousClock.now))
     }
     return timings
+}
+
+/// Set once the takeover's CONNACK arrived; read by the publishing task.
+private actor TakeoverSignal {
+    private(set) var isSet = false
+    func set() { isSet = true }
 }
