@@ -1,5 +1,6 @@
 import CMosquitto
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -18,6 +19,8 @@ import Glibc
 final class SocketPoller: Sendable {
     private let wakeRead: CInt
     private let wakeWrite: CInt
+    /// A wake-up is in the pipe and not drained yet: a burst of publishes writes the pipe once, not once each.
+    private let wakePending = Atomic<Bool>(false)
 
     init() throws(MQTTClientError) {
         var fds: [CInt] = [-1, -1]
@@ -40,6 +43,7 @@ final class SocketPoller: Sendable {
     /// Ends the network thread's current wait, so that what another thread queued is written now. A full pipe
     /// already holds a wake-up, so a failed write loses nothing.
     func wake() {
+        guard !wakePending.exchange(true, ordering: .acquiringAndReleasing) else { return }
         var byte: UInt8 = 1
         _ = write(wakeWrite, &byte, 1)
     }
@@ -73,8 +77,11 @@ final class SocketPoller: Sendable {
         return mosquitto_loop_misc(handle)
     }
 
+    /// Empties the pipe, then lets the next ``wake()`` write again. What a waker queued before its skipped write is
+    /// seen by the `mosquitto_want_write` check that follows (the flag orders the two).
     private func drainWakeUps() {
         var buffer = [UInt8](repeating: 0, count: 64)
         while read(wakeRead, &buffer, buffer.count) > 0 {}
+        _ = wakePending.exchange(false, ordering: .acquiringAndReleasing)
     }
 }
