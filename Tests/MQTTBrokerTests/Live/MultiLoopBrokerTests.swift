@@ -137,15 +137,21 @@ struct MultiLoopBrokerTests {
                 }
                 return timings
             }
+            let oldCount = TakeoverSignal()
             let oldReceived = Task { () -> [Int] in
                 var received: [Int] = []
                 while let publish = try? await old.nextPublish() {
                     received.append(Int(String(buffer: publish.payload)) ?? -1)
+                    await oldCount.count()
                 }
                 return received
             }
-            // Let messages flow to the old connection, then take the session over from a fresh socket.
-            try await Task.sleep(for: .milliseconds(60))
+            // Let messages flow to the old connection (a few arrived, or 5 s passed), then take the session over
+            // from a fresh socket. A fixed sleep was too short when the whole suite runs at once.
+            let flowing = ContinuousClock.now + .seconds(5)
+            while await oldCount.received < 5, ContinuousClock.now < flowing {
+                try await Task.sleep(for: .milliseconds(5))
+            }
             let (new, connack) = try await LiveClient.connect(
                 to: address, ConnectPacket(cleanSession: false, clientIdentifier: "dup"))
             let connAckAt = ContinuousClock.now
@@ -375,8 +381,10 @@ private func runQoS2Publisher(_ client: LiveClient, index: Int, count: Int) asyn
     return timings
 }
 
-/// Set once the takeover's CONNACK arrived; read by the publishing task.
+/// Set once the takeover's CONNACK arrived (read by the publishing task), or counting what the old connection got.
 private actor TakeoverSignal {
     private(set) var isSet = false
+    private(set) var received = 0
     func set() { isSet = true }
+    func count() { received += 1 }
 }
