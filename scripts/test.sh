@@ -59,7 +59,11 @@ if [ ${#failed[@]} -gt 0 ]; then
       "swift test")
         echo "test.sh: what failed in swift test (its first 60 lines that say so):" >&2
         grep -a -E '✘|error:|Fatal error|Test Case .* failed|unexpected signal|Exited with' \
-          "$logs/swift-test.log" | head -n 60 >&2 ;;
+          "$logs/swift-test.log" | head -n 60 >&2
+        # A crash kills the whole test process; Swift's backtracer names the crashed thread's frames
+        # between "Program crashed" and the register dump, which is what says where it happened.
+        awk '/Program crashed/ {on = 1} /^Registers:/ {on = 0} on && shown < 80 {print; shown++}' \
+          "$logs/swift-test.log" >&2 ;;
       "node --test web/test")
         echo "test.sh: what failed in node --test web/test:" >&2
         grep -a -E '^not ok|node is not installed' "$logs/node-test.log" | head -n 30 >&2 ;;

@@ -85,9 +85,13 @@ public struct BrokerConfiguration: Sendable {
     public var connectTimeout: TimeAmount = .seconds(10)
     /// How often `$SYS/broker/...` statistics are published; `nil` or zero disables `$SYS`.
     public var sysInterval: TimeAmount? = .seconds(10)
-    /// The largest keepalive the broker would like clients to use. MQTT 3.1.1 has no way to tell a client to use
-    /// a smaller value, so a larger keepalive is accepted and honoured as sent (logged at notice level).
+    /// The largest keepalive the broker lets clients use. An MQTT 5 client asking for more (or for none) is told
+    /// this value in the CONNACK's Server Keep Alive and held to it, as mosquitto does; MQTT 3.1.1 has no way to
+    /// tell a client, so a larger keepalive is accepted and honoured as sent (logged at notice level).
     public var maxKeepalive: UInt16 = 65535
+    /// The most topic aliases an MQTT 5 client may set on its connection (`max_topic_alias`, mosquitto's default
+    /// 10; 0 allows none). Sent as the CONNACK's Topic Alias Maximum.
+    public var maxTopicAlias: UInt16 = 10
     /// The deepest topic filter a client may subscribe to, in levels; deeper filters get SUBACK 0x80.
     /// MQTT sets no limit, but every match walks the subscription trie level by level, so an unbounded depth
     /// would let one client make every publish (and its own disconnect) arbitrarily expensive.

@@ -16,7 +16,6 @@
 /// | `connection_messages` | ignored | cosmetic: connects and disconnects are logged at debug level |
 /// | `websockets_log_level`, `websockets_headers_size` | ignored | libwebsockets tuning; the WebSocket listener is SwiftNIO's |
 /// | `auth_plugin_deny_special_chars` | ignored | only for `auth_plugin`, which is refused |
-/// | `max_topic_alias` | ignored | an MQTT 5 limit; this broker speaks 3.1.1, which has no topic aliases |
 /// | `set_tcp_nodelay` | ignored | latency tuning only; what is delivered does not change |
 /// | `autosave_on_changes false` | implemented | the default: snapshots every `autosave_interval` seconds; `true` is refused (snapshots would come less often than asked) |
 /// | `protocol mqtt\|websockets`, `http_dir` | implemented | per listener (`ListenerProtocolDraft`) |
@@ -37,7 +36,7 @@ enum MosquittoOptionCatalog {
     static let implemented: Set<String> = [
         "acl_file", "allow_anonymous", "autosave_interval", "autosave_on_changes", "cafile", "certfile",
         "include_dir", "keyfile", "listener", "log_dest", "log_type", "max_connections", "max_inflight_messages",
-        "max_keepalive", "max_packet_size", "max_qos", "max_queued_bytes", "max_queued_messages", "password_file",
+        "max_keepalive", "max_packet_size", "max_qos", "max_topic_alias", "max_queued_bytes", "max_queued_messages", "password_file",
         "http_dir", "persistence", "persistence_location", "protocol", "queue_qos0_messages", "require_certificate",
         "retain_available", "sys_interval", "tls_version", "use_identity_as_username",
     ]
@@ -55,7 +54,6 @@ enum MosquittoOptionCatalog {
         "websockets_log_level": libwebsocketsOnly,
         "websockets_headers_size": libwebsocketsOnly,
         "auth_plugin_deny_special_chars": "it only applies to auth_plugin, which is refused",
-        "max_topic_alias": "topic aliases are MQTT 5 and this broker speaks MQTT 3.1.1",
         "set_tcp_nodelay": "it only tunes latency; what is delivered does not change",
     ]
 

@@ -121,12 +121,20 @@ extension BrokerConnectionHandler {
 
     /// The connection closes while parked: close the socket here, or, when NIO already has it back, once its
     /// channel arrives (``attach(_:)``).
-    func closeParked(_ parked: ParkedSocket) {
+    func closeParked(_ parked: ParkedSocket, writingPendingOutput: Bool = false) {
         guard !parked.isUnparking else {
             parked.closeWhenAttached = true
             return
         }
         core.parking?.release(parked)
+        if writingPendingOutput {
+            // A few bytes at most (an MQTT 5 DISCONNECT telling why): written if the socket takes them now, since
+            // the socket is closed next and the connection never comes back onto a channel.
+            for buffer in parked.pendingWrites {
+                _ = buffer.withUnsafeReadableBytes { Descriptor.writeAvailable(parked.descriptor, $0) }
+            }
+            parked.pendingWrites = []
+        }
         Descriptor.close(parked.descriptor)
         transport = nil
         signalClosed()

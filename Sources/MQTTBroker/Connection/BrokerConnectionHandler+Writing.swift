@@ -75,6 +75,10 @@ extension BrokerConnectionHandler {
     /// payload written behind it as its own (shared, not copied) buffer.
     func writePublish(_ delivery: OutboundDelivery) {
         guard let transport else { return }
+        if protocolVersion == .v5 {
+            writePublishVersion5(delivery)
+            return
+        }
         let payload = delivery.message.payload
         let inline = payload.readableBytes <= PublishEncoding.inlinePayloadLimit
         var headerBytes = 0
@@ -102,6 +106,23 @@ extension BrokerConnectionHandler {
             withOutput { $0.writeImmutableBuffer(encoded.head) }
         }
         notePublishWritten(bytes: encoded.byteCount)
+    }
+
+    /// Writes an MQTT 5 PUBLISH without flushing: its properties (which differ per message, and per subscriber in
+    /// their Subscription Identifiers), with the seconds its Message Expiry Interval has left (MQTT-3.3.2-6).
+    private func writePublishVersion5(_ delivery: OutboundDelivery) {
+        var properties = delivery.message.properties
+        if let secondsLeft = delivery.message.secondsLeft(at: core.now) {
+            properties.entries.append(.messageExpiryInterval(max(secondsLeft, 1)))
+        }
+        let packet = PublishPacket(
+            topic: delivery.message.topic, payload: delivery.message.payload, qos: delivery.qos, retain: delivery.retain,
+            dup: delivery.dup, packetID: delivery.packetID, properties: properties)
+        let written = encodeIntoOutput(describing: "PUBLISH") { (buffer) throws(MQTTCodecError) in
+            try MQTTPacketEncoder.encode(.publish(packet), protocolVersion: .v5, into: &buffer)
+        }
+        guard written > 0 else { return }
+        notePublishWritten(bytes: written)
     }
 
     private func notePublishWritten(bytes: Int) {

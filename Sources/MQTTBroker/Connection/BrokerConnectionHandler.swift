@@ -37,6 +37,8 @@ final class BrokerConnectionHandler {
     @exclusivity(unchecked) var session: BrokerSession?
     /// The will registered by CONNECT; published by the core when the connection ends without DISCONNECT.
     @exclusivity(unchecked) private(set) var will: ConnectPacket.Will?
+    /// The topic aliases an MQTT 5 client set on this connection (MQTT 5.0 3.3.2.3.4).
+    @exclusivity(unchecked) var topicAliases = TopicAliases()
     /// What was written since the last flush (coalesced small packets, bytes handed over, dirty flags).
     @exclusivity(unchecked) var output = ConnectionOutput()
     /// Bounds the output the client has not read (slow consumer policy, ``ConnectionFlowControl``).
@@ -92,7 +94,7 @@ final class BrokerConnectionHandler {
         self.core = core
         self.usesCertificateIdentity = usesCertificateIdentity
         self.socketDescriptor = socketDescriptor
-        self.decoder = MQTTPacketDecoder(maximumPacketSize: core.configuration.maxPacketSize)
+        self.decoder = MQTTPacketDecoder(maximumPacketSize: core.configuration.maxPacketSize, acceptsVersion5: true)
         self.parking = ParkingState(now: core.eventLoop.now)
         self.stateMachine = ConnectionStateMachine(acceptedAt: core.eventLoop.now, connectTimeout: core.configuration.connectTimeout)
         self.outputGate = PendingOutputGate(
@@ -249,12 +251,13 @@ final class BrokerConnectionHandler {
     }
 
     /// The codec refused the bytes. Before CONNECT was accepted, an error that has a CONNACK code (e.g. an
-    /// unsupported protocol level, MQTT-3.1.2-2) is answered with that CONNACK first.
+    /// unsupported protocol level, MQTT-3.1.2-2) is answered with that CONNACK first. After CONNECT, ``close(_:)``
+    /// tells an MQTT 5 client why; an AUTH is a protocol error, as no enhanced authentication is ever started.
     private func rejectMalformed(_ error: MQTTCodecError) {
         if !stateMachine.isConnected, let code = error.connectReturnCode {
             write(.connack(ConnAckPacket(sessionPresent: false, returnCode: code)))
         }
-        close(.malformedPacket(error))
+        close(error == .unexpectedAuthPacket ? .protocolViolation(.unexpectedAuth) : .malformedPacket(error))
     }
 
     // MARK: Dispatch
@@ -283,7 +286,7 @@ final class BrokerConnectionHandler {
         case .subscribe(let subscribe): SubscribeHandler.handle(subscribe, on: self)
         case .unsubscribe(let unsubscribe): UnsubscribeHandler.handle(unsubscribe, on: self)
         case .pingreq: PingHandler.handle(on: self)
-        case .disconnect: DisconnectHandler.handle(on: self)
+        case .disconnect(let disconnect): DisconnectHandler.handle(disconnect, on: self)
         case .connack, .suback, .unsuback, .pingresp:
             // The state machine already refuses these; kept explicit so the switch has no default.
             close(.protocolViolation(.serverOnlyPacket(type)))
@@ -293,11 +296,12 @@ final class BrokerConnectionHandler {
     // MARK: Connection state the handlers change
 
     /// CONNECT was accepted: packets are now decoded at the client's protocol level, its will (nil when the ACL
-    /// refused it) is kept for an unclean end, and the keepalive replaces the connect timeout.
-    func connectAccepted(_ connect: ConnectPacket, will: ConnectPacket.Will?) {
+    /// refused it) is kept for an unclean end, and the keepalive (the client's, or the one the broker chose for an
+    /// MQTT 5 client) replaces the connect timeout.
+    func connectAccepted(_ connect: ConnectPacket, will: ConnectPacket.Will?, keepAliveSeconds: UInt16) {
         decoder.protocolVersion = connect.protocolVersion
         self.will = will
-        stateMachine.connectAccepted(keepAliveSeconds: connect.keepAliveSeconds, now: core.eventLoop.now)
+        stateMachine.connectAccepted(keepAliveSeconds: keepAliveSeconds, now: core.eventLoop.now)
         armTimer()
     }
 
@@ -377,7 +381,12 @@ final class BrokerConnectionHandler {
     }
 
     private func close(_ reason: CloseReason, alreadyClosedInStateMachine: Bool) {
+        let wasConnected = stateMachine.isConnected || reason == .keepaliveExpired
         guard stateMachine.close() || alreadyClosedInStateMachine else { return }
+        // An MQTT 5 client is told why the server closes (MQTT 5.0 4.13.2): one DISCONNECT with the reason code.
+        if wasConnected, protocolVersion == .v5, let code = reason.disconnectReasonCode {
+            write(.disconnect(DisconnectPacket(reasonCode: code)))
+        }
         timerDeadline = nil
         slowConsumerTimer?.cancel()
         slowConsumerTimer = nil
@@ -386,7 +395,8 @@ final class BrokerConnectionHandler {
         core.connectionEnded(self, reason: reason)
         will = nil
         if let parked = transport as? ParkedSocket {
-            closeParked(parked)
+            output.handOver(to: parked)
+            closeParked(parked, writingPendingOutput: true)
             return
         }
         if let transport {
@@ -399,7 +409,7 @@ final class BrokerConnectionHandler {
     private func log(_ reason: CloseReason) {
         let metadata: Logger.Metadata = ["reason": "\(reason)"]
         switch reason {
-        case .clientDisconnected, .connectionLost, .takenOver, .serverShutdown:
+        case .clientDisconnected, .clientDisconnectedWithWill, .connectionLost, .takenOver, .serverShutdown:
             logger.info("client disconnected", metadata: metadata)
         case .keepaliveExpired, .connectTimeout, .connectRejected, .slowConsumer:
             logger.notice("connection closed", metadata: metadata)

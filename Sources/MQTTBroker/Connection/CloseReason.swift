@@ -5,6 +5,8 @@ import MQTTCore
 enum CloseReason: Sendable, Hashable, CustomStringConvertible {
     /// The client sent DISCONNECT: the will is discarded (MQTT-3.14.4-3).
     case clientDisconnected
+    /// An MQTT 5 client sent DISCONNECT with reason code 0x04: the will is published all the same.
+    case clientDisconnectedWithWill
     /// The socket closed or failed without DISCONNECT.
     case connectionLost
     /// The client sent bytes the codec rejected (malformed packet, packet too large, bad protocol level).
@@ -31,14 +33,32 @@ enum CloseReason: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .clientDisconnected, .serverShutdown, .connectRejected, .connectTimeout:
             return false
-        case .connectionLost, .malformedPacket, .protocolViolation, .keepaliveExpired, .takenOver, .slowConsumer:
+        case .clientDisconnectedWithWill, .connectionLost, .malformedPacket, .protocolViolation, .keepaliveExpired,
+            .takenOver, .slowConsumer:
             return true
+        }
+    }
+
+    /// The reason code of the DISCONNECT an MQTT 5 client is sent when the server closes its connection (MQTT 5.0
+    /// 4.13.2 and table 3-10); nil when the client ended it, or the socket is already gone, or CONNACK said it.
+    /// This is the one place protocol errors become reason codes.
+    var disconnectReasonCode: MQTTReasonCode? {
+        switch self {
+        case .clientDisconnected, .clientDisconnectedWithWill, .connectionLost, .connectTimeout, .connectRejected:
+            return nil
+        case .malformedPacket(let error): return error.reason
+        case .protocolViolation(let violation): return violation.reasonCode
+        case .keepaliveExpired: return .keepAliveTimeout
+        case .takenOver: return .sessionTakenOver
+        case .serverShutdown: return .serverShuttingDown
+        case .slowConsumer: return .quotaExceeded
         }
     }
 
     var description: String {
         switch self {
         case .clientDisconnected: return "client sent DISCONNECT"
+        case .clientDisconnectedWithWill: return "client sent DISCONNECT asking for its will"
         case .connectionLost: return "connection lost"
         case .malformedPacket(let error): return "malformed packet: \(error) (reason code 0x\(String(error.reasonCode, radix: 16)))"
         case .protocolViolation(let violation): return "protocol violation: \(violation)"
@@ -53,7 +73,7 @@ enum CloseReason: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Protocol rules broken by a client that the codec cannot detect on its own.
-enum ProtocolViolation: Sendable, Hashable, CustomStringConvertible {
+enum ProtocolViolation: Error, Sendable, Hashable, CustomStringConvertible {
     /// The first packet was not CONNECT (MQTT-3.1.0-1).
     case firstPacketNotConnect(PacketType)
     /// A second CONNECT on an established connection (MQTT-3.1.0-2).
@@ -71,6 +91,16 @@ enum ProtocolViolation: Sendable, Hashable, CustomStringConvertible {
     case acknowledgementOutOfFlow(OutboundAcknowledgement, packetID: UInt16)
     /// A topic name or filter with more levels than `max_topic_levels`: hostile input, as mosquitto treats it.
     case tooManyTopicLevels(Int)
+    /// An MQTT 5 Topic Alias of 0 or above the Topic Alias Maximum the broker announced (MQTT-3.3.2-8, -9).
+    case topicAliasOutOfRange(UInt16)
+    /// An MQTT 5 PUBLISH with an empty topic and an alias the connection never set (MQTT 5.0 3.3.2.3.4).
+    case unknownTopicAlias(UInt16)
+    /// More unacknowledged QoS 2 PUBLISHes than the Receive Maximum the broker announced (MQTT-3.3.4-7).
+    case receiveMaximumExceeded(Int)
+    /// An AUTH packet, though no enhanced authentication was started (MQTT 5.0 4.12).
+    case unexpectedAuth
+    /// A DISCONNECT setting a Session Expiry Interval after CONNECT set none (MQTT-3.14.2-2).
+    case sessionExpiryAfterZero
 
     var description: String {
         switch self {
@@ -83,6 +113,25 @@ enum ProtocolViolation: Sendable, Hashable, CustomStringConvertible {
         case .acknowledgementOutOfFlow(let acknowledgement, let packetID):
             return "\(acknowledgement) for packet id \(packetID) does not fit that delivery's flow"
         case .tooManyTopicLevels(let levels): return "topic with \(levels) levels, more than max_topic_levels"
+        case .topicAliasOutOfRange(let alias): return "topic alias \(alias) outside 1...max_topic_alias"
+        case .unknownTopicAlias(let alias): return "topic alias \(alias) was never set"
+        case .receiveMaximumExceeded(let count): return "\(count) QoS 2 messages unreleased, above the receive maximum"
+        case .unexpectedAuth: return "AUTH without enhanced authentication"
+        case .sessionExpiryAfterZero: return "DISCONNECT set a session expiry after CONNECT set none"
+        }
+    }
+
+    /// The MQTT 5 reason code the DISCONNECT for this violation carries.
+    var reasonCode: MQTTReasonCode {
+        switch self {
+        case .tooManyTopicLevels: return .malformedPacket  // hostile input, as mosquitto reports it
+        case .qosNotSupported: return .qosNotSupported
+        case .invalidTopicName: return .topicNameInvalid
+        case .topicAliasOutOfRange: return .topicAliasInvalid
+        case .receiveMaximumExceeded: return .receiveMaximumExceeded
+        case .firstPacketNotConnect, .secondConnect, .serverOnlyPacket, .missingPacketID, .acknowledgementOutOfFlow,
+            .unknownTopicAlias, .unexpectedAuth, .sessionExpiryAfterZero:
+            return .protocolError
         }
     }
 }

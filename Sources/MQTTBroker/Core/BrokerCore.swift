@@ -123,6 +123,7 @@ final class BrokerCore {
 
     /// After CONNACK: re-send what the session still owes the client, then the queue (MQTT-4.4.0-1).
     func resumeDelivery(for session: BrokerSession) {
+        statistics.publishDropped += UInt64(session.outbound.dropExpired(now: now))
         perform(session.outbound.resume(), for: session)
     }
 
@@ -141,18 +142,13 @@ final class BrokerCore {
             backpressure.sessionWentOffline(session, core: self)  // offline sessions hold no publisher back
             if session.cleanSession {
                 removeSession(session)
+            } else if !isShuttingDown {
+                scheduleExpiry(of: session)
             }
         }
         if reason.publishesWill, !isShuttingDown, let will = connection.will {
             logger.debug("publishing will", metadata: ["client": "\(session.clientID)", "topic": "\(will.topic)"])
-            route(
-                BrokerMessage(
-                    topic: will.topic,
-                    payload: will.payload,
-                    qos: min(will.qos, configuration.maxQoS),
-                    retain: will.retain && configuration.retainAvailable
-                )
-            )
+            publishWill(will, of: session)
         }
     }
 
@@ -170,10 +166,11 @@ final class BrokerCore {
         if message.qos != .atMostOnce || message.retain || configuration.queueQoS0Messages {
             message.compactForKeeping()
         }
+        let publishedRetained = message.retain
         if message.retain {
             retainedStore.apply(message)
             storage.retainedChanged(message)
-            message.retain = false  // forwarded with RETAIN cleared (MQTT-3.3.1-9)
+            message.retain = false  // forwarded with RETAIN cleared (MQTT-3.3.1-9), unless Retain As Published
         }
         var recorder = storage.routeRecorder(for: &message)  // records what persistent sessions must not lose
         // A `let` the closure below borrows; it would copy a `var` it captured for every session it enqueues to.
@@ -185,6 +182,11 @@ final class BrokerCore {
         subscriptionIndex.forEachMatch(topic: forwarded.topic, hint: &routeHint) { key, grantedQoS in
             guard let session = sessions.session(forKey: key) else { return }
             guard session.accessPolicy.mayReceive(forwarded.topic) else { return }  // read ACL per message
+            if session.protocolVersion == .v5 {  // options, identifiers, properties: BrokerCore+Version5
+                let context = Version5Route(publishedRetained: publishedRetained, publisher: publisher)
+                deliverVersion5(forwarded, grantedQoS: grantedQoS, to: session, context, recorder: &recorder)
+                return
+            }
             let qos = min(forwarded.qos, grantedQoS)
             switch session.outbound.enqueue(forwarded, qos: qos, retain: false) {
             case .send(let delivery):
@@ -221,19 +223,37 @@ final class BrokerCore {
         storage.subscribed(session, to: filter, qos: qos)
     }
 
-    /// Sends the retained messages matching a new or renewed subscription, with RETAIN set (MQTT-3.3.1-6).
-    func deliverRetained(matching filter: String, grantedQoS: QoS, to session: BrokerSession) {
+    /// Sends the retained messages matching a new or renewed subscription, with RETAIN set (MQTT-3.3.1-6), less
+    /// the expired ones; an MQTT 5 subscription's identifier goes with them.
+    func deliverRetained(matching filter: String, grantedQoS: QoS, to session: BrokerSession, identifier: Int? = nil) {
         guard configuration.retainAvailable else { return }
+        let now = self.now
         for message in retainedStore.messages(matching: filter) where session.accessPolicy.mayReceive(message.topic) {
-            offer(message, qos: min(message.qos, grantedQoS), retain: true, to: session)
+            guard !message.hasExpired(at: now) else { continue }
+            var copy = message
+            if let identifier { copy.properties.entries.append(.subscriptionIdentifier(identifier)) }
+            let qos = min(message.qos, grantedQoS)
+            guard session.maximumPacketSize == nil || fits(copy, qos: qos, in: session) else { continue }
+            offer(copy, qos: qos, retain: true, to: session)
         }
     }
 
-    /// Removes a subscription; unknown filters are ignored (UNSUBACK is sent anyway, MQTT-3.10.4-5).
-    func unsubscribe(_ session: BrokerSession, from filter: String) {
-        guard session.subscriptions.removeValue(forKey: UTF8Key(filter)) != nil else { return }
+    /// Removes a subscription; unknown filters are ignored (UNSUBACK is sent anyway, MQTT-3.10.4-5). Returns
+    /// whether it existed (MQTT 5's UNSUBACK says 0x11 when it did not).
+    @discardableResult
+    func unsubscribe(_ session: BrokerSession, from filter: String) -> Bool {
+        guard session.subscriptions.removeValue(forKey: UTF8Key(filter)) != nil else { return false }
+        session.subscriptionOptions[UTF8Key(filter)] = nil
         subscriptionIndex.unsubscribe(session.key, from: filter)
         storage.unsubscribed(session, from: filter)
+        return true
+    }
+
+    /// Whether any session subscribes to a filter matching `topic` (MQTT 5's PUBACK says 0x10 when none does).
+    func hasSubscriber(matching topic: String) -> Bool {
+        var found = false
+        subscriptionIndex.forEachMatch(topic: topic) { _, _ in found = true }
+        return found
     }
 
     /// The list acknowledgements collect their actions in (``acknowledged(_:packetID:by:)``): kept between
@@ -251,6 +271,9 @@ final class BrokerCore {
         storage.outboundAcknowledged(acknowledgement, packetID: packetID, session: session)
         // Taken out, not borrowed: a write below may end in another acknowledgement's actions (a connection whose
         // output unblocks), which then find the list empty and make their own.
+        if session.protocolVersion == .v5 {  // what expired while waiting for the window is not sent
+            statistics.publishDropped += UInt64(session.outbound.dropExpired(now: now))
+        }
         var actions = acknowledgementActions
         acknowledgementActions = []
         let outcome = session.outbound.acknowledged(acknowledgement, packetID: packetID, into: &actions)
@@ -267,7 +290,7 @@ final class BrokerCore {
         storage.performOutbound(actions, for: session, via: connection)
     }
 
-    private func offer(_ message: BrokerMessage, qos: QoS, retain: Bool, to session: BrokerSession) {
+    func offer(_ message: BrokerMessage, qos: QoS, retain: Bool, to session: BrokerSession) {
         var message = message
         var recorder = storage.retainedCopyRecorder(for: &message, qos: qos, session: session)
         switch session.outbound.enqueue(message, qos: qos, retain: retain) {
@@ -286,7 +309,7 @@ final class BrokerCore {
         recorder?.finish()
     }
 
-    private func noteDropped(_ session: BrokerSession) {
+    func noteDropped(_ session: BrokerSession) {
         statistics.publishDropped += 1
         statistics.publishDroppedQueueFull += 1
         // Logged at the 1st, 2nd, 4th, 8th ... drop of a session: a flood must not turn into a log flood.
@@ -299,7 +322,7 @@ final class BrokerCore {
     }
 
     /// A QoS 0 message for a slow consumer was dropped.
-    private func noteDroppedSlowConsumer(_ session: BrokerSession) {
+    func noteDroppedSlowConsumer(_ session: BrokerSession) {
         statistics.publishDropped += 1
         statistics.publishDroppedSlowConsumer += 1
         let dropped = session.outbound.slowConsumerDroppedCount
@@ -347,6 +370,8 @@ final class BrokerCore {
     /// Ends `session`: its subscriptions leave the index, and a persistent one is forgotten by persistence.
     func removeSession(_ session: BrokerSession) {
         if !session.cleanSession { storage.sessionRemoved(session) }
+        sessionResumed(session)  // its expiry and delayed will end with it, unsent
+        session.subscriptionOptions.removeAll()
         for filter in session.subscriptions.keys {
             subscriptionIndex.unsubscribe(session.key, from: filter.base)
         }
@@ -391,6 +416,9 @@ final class BrokerCore {
         sysTask = nil
         backpressure.stop()
         timers.stop()
+        for session in sessions.byKey.values {
+            sessionResumed(session)  // cancels the expiry and delayed-will timers, which hold the core
+        }
         let open = Array(connections.values)
         let closed = open.map { $0.closeFuture }
         for connection in open {

@@ -15,6 +15,13 @@ struct BrokerMessage: Sendable, Hashable {
     var retain: Bool
     /// The id of the message's record in the persistence store; 0 when it has none.
     var storeID: UInt64 = 0
+    /// The MQTT 5 properties forwarded with the message (MQTT 5.0 3.3.2.3): what its publisher sent, less the topic
+    /// alias (per connection) and the Message Expiry Interval (kept as ``expiresAt``, sent as what remains).
+    /// Empty for a message from an MQTT 3.1.1 client; MQTT 3.1.1 subscribers never see them.
+    var properties: MQTTProperties = .none
+    /// When the message expires (MQTT 5.0 3.3.2.3.3): it is not delivered after that, and each copy says how many
+    /// seconds it has left. Nil when it never expires.
+    var expiresAt: NIODeadline? = nil
 
     /// Slack above which a kept payload is copied out of the buffer it arrived in.
     static let compactionSlack = 256
@@ -35,5 +42,21 @@ struct BrokerMessage: Sendable, Hashable {
         var buffer = ByteBufferAllocator().buffer(capacity: payload.readableBytes)
         buffer.writeImmutableBuffer(payload)
         payload = buffer
+    }
+}
+
+extension BrokerMessage {
+    /// Whether the message has expired at `now` (MQTT 5.0 3.3.2.3.3).
+    func hasExpired(at now: NIODeadline) -> Bool {
+        guard let expiresAt else { return false }
+        return expiresAt <= now
+    }
+
+    /// The seconds left before expiry at `now`, rounded up (a message with 0.2 s left is still sent as 1 s).
+    func secondsLeft(at now: NIODeadline) -> UInt32? {
+        guard let expiresAt else { return nil }
+        guard expiresAt > now else { return 0 }
+        let nanoseconds = expiresAt.uptimeNanoseconds - now.uptimeNanoseconds
+        return UInt32(clamping: (nanoseconds + 999_999_999) / 1_000_000_000)
     }
 }

@@ -1,8 +1,9 @@
 import MQTTCore
 
-/// CONNECT (MQTT 3.1.1 section 3.1): the user name from a client certificate where the listener takes it from
-/// there, then authentication, client identifier rules, takeover and the session; CONNACK, and what the session
-/// still owes the client. (mosquitto's `handle_connect.c`.)
+/// CONNECT (MQTT 3.1.1 section 3.1, MQTT 5.0 section 3.1): the user name from a client certificate where the
+/// listener takes it from there, then authentication, client identifier rules, takeover and the session; CONNACK
+/// (with the MQTT 5 properties of ``ConnAckProperties``), and what the session still owes the client. (mosquitto's
+/// `handle_connect.c`.)
 enum ConnectHandler {
     static func handle(_ connect: ConnectPacket, on connection: BrokerConnectionHandler) {
         connection.protocolVersion = connect.protocolVersion  // a refusing CONNACK is encoded for it too
@@ -15,61 +16,79 @@ enum ConnectHandler {
             }
             connect = identified
         }
+        if let method = connect.properties.authenticationMethod {
+            // Enhanced authentication (MQTT 5.0 4.12) with a method this broker does not offer.
+            connection.logger.notice("CONNECT refused: unsupported authentication method", metadata: ["method": "\(method)"])
+            refuse(.badAuthenticationMethod, on: connection)
+            return
+        }
         let core = connection.core
         switch decide(connect, connection: connection, core: core) {
         case .rejected(let code):
             refuse(code, on: connection)
-        case .accepted(let session, let sessionPresent):
+        case .accepted(let session, let sessionPresent, let assignedClientID):
             var will = connect.will
             if let topic = will?.topic, !session.accessPolicy.mayPublish(to: topic) {  // write ACL for the will
                 connection.logger.notice("will dropped: acl denies write", metadata: ["topic": "\(topic)"])
                 will = nil
             }
-            if connect.keepAliveSeconds > core.configuration.maxKeepalive {
+            let keepAlive = ConnAckProperties.keepAlive(requested: connect, maxKeepalive: core.configuration.maxKeepalive)
+            if connect.protocolVersion != .v5, connect.keepAliveSeconds > core.configuration.maxKeepalive {
                 connection.logger.notice(
                     "keepalive above max_keepalive accepted (MQTT 3.1.1 cannot negotiate it)",
                     metadata: ["keepalive": "\(connect.keepAliveSeconds)"]
                 )
             }
-            connection.connectAccepted(connect, will: will)
+            connection.connectAccepted(connect, will: will, keepAliveSeconds: keepAlive)
             connection.logger.info(
                 "client connected",
                 metadata: [
-                    "cleanSession": "\(connect.cleanSession)", "keepalive": "\(connect.keepAliveSeconds)",
+                    "cleanSession": "\(connect.cleanSession)", "keepalive": "\(keepAlive)",
                     "sessionPresent": "\(sessionPresent)", "protocol": "\(connect.protocolVersion)",
                 ]
             )
             // MQTT 3.1 has no session-present flag: that byte of its CONNACK is reserved and must be 0.
             let flagged = sessionPresent && connect.protocolVersion != .v3_1
-            connection.write(.connack(ConnAckPacket(sessionPresent: flagged, returnCode: .accepted)))
+            var connack = ConnAckPacket(sessionPresent: flagged, returnCode: .accepted)
+            if connect.protocolVersion == .v5 {
+                connack.properties = ConnAckProperties.make(
+                    for: connect, configuration: core.configuration, assignedClientID: assignedClientID,
+                    keepAliveSeconds: keepAlive)
+            }
+            connection.write(.connack(connack))
             core.resumeDelivery(for: session)
         }
     }
 
     /// CONNACK with `code`, then the connection closes.
-    private static func refuse(_ code: ConnectReturnCode, on connection: BrokerConnectionHandler) {
-        connection.write(.connack(ConnAckPacket(sessionPresent: false, returnCode: code)))
-        connection.close(.connectRejected(code))
+    private static func refuse(_ code: MQTTReasonCode, on connection: BrokerConnectionHandler) {
+        connection.write(.connack(ConnAckPacket(sessionPresent: false, reasonCode: code)))
+        connection.close(.connectRejected(ConnectReturnCode(code)))
     }
 
     /// The outcome of CONNECT processing.
     enum Decision {
-        /// Send CONNACK 0 with this session-present flag; the connection is attached to `session`.
-        case accepted(session: BrokerSession, sessionPresent: Bool)
-        /// Send CONNACK with this code and close.
-        case rejected(ConnectReturnCode)
+        /// Send CONNACK 0 with this session-present flag; the connection is attached to `session`. A client that
+        /// sent an empty identifier was given `assignedClientID`.
+        case accepted(session: BrokerSession, sessionPresent: Bool, assignedClientID: String?)
+        /// Send CONNACK with this code (the MQTT 5 one; a 3.1.1 client gets its nearest return code) and close.
+        case rejected(MQTTReasonCode)
     }
 
-    /// MQTT 3.1.1 section 3.1.4: authentication, client identifier rules, takeover of an existing connection, and
-    /// session creation, resumption or discarding.
+    /// MQTT 3.1.1 section 3.1.4 and MQTT 5.0 section 3.1.4: authentication, client identifier rules, takeover of
+    /// an existing connection, and session creation, resumption or discarding.
     static func decide(_ packet: ConnectPacket, connection: BrokerConnectionHandler, core: BrokerCore) -> Decision {
         core.eventLoop.assertInEventLoop()
-        guard packet.protocolVersion != .v5 else { return .rejected(.unacceptableProtocolVersion) }
         let sessions = core.sessions
+        let lifetime = SessionLifetime(packet)
         var clientID = packet.clientIdentifier
+        var assignedClientID: String?
         if clientID.isEmpty {
-            guard packet.cleanSession else { return .rejected(.identifierRejected) }
+            // 3.1.1 needs clean session for an empty identifier (MQTT-3.1.3-8); MQTT 5 assigns one either way
+            // and says which in the CONNACK (MQTT-3.2.2-16).
+            guard packet.cleanSession || packet.protocolVersion == .v5 else { return .rejected(.clientIdentifierNotValid) }
             clientID = sessions.assignClientID()
+            assignedClientID = clientID
         }
         // use_identity_as_username: the verified client certificate authenticated the client.
         if !connection.usesCertificateIdentity,
@@ -81,39 +100,42 @@ enum ConnectHandler {
         // session ends with it (either connection asked for a clean session), as mosquitto does: a client that
         // reconnects to its persistent session has not gone away, and its presence must not flicker offline.
         if let existing = sessions.session(forClientID: clientID), let old = existing.connection {
-            if !existing.cleanSession && !packet.cleanSession { old.discardWill() }
+            if !existing.cleanSession && !lifetime.startsClean { old.discardWill() }
             old.close(.takenOver)
         }
         let sessionPresent: Bool
         let session: BrokerSession
-        if let existing = sessions.session(forClientID: clientID), !packet.cleanSession {
+        if let existing = sessions.session(forClientID: clientID), !lifetime.startsClean {
             session = existing
             sessionPresent = true
+            core.sessionResumed(existing)
         } else {
             if let existing = sessions.session(forClientID: clientID) {
                 core.removeSession(existing)
             }
-            session = sessions.makeSession(clientID: clientID, cleanSession: packet.cleanSession)
+            session = sessions.makeSession(clientID: clientID, cleanSession: lifetime.endsWithConnection)
             sessionPresent = false
         }
-        session.cleanSession = packet.cleanSession
+        let wasPersistent = sessionPresent && !session.cleanSession
+        lifetime.apply(to: session, connect: packet, configuration: core.configuration)
         // The ACL rules of this connection's identity (Auth/ClientAccessPolicy).
         session.accessPolicy = ClientAccessPolicy(
             acl: core.configuration.accessControl, clientID: clientID, username: packet.username)
         core.attach(session, to: connection)
-        if !sessionPresent, !packet.cleanSession { core.storage.sessionCreated(session) }
-        return .accepted(session: session, sessionPresent: sessionPresent)
+        if !wasPersistent, !session.cleanSession { core.storage.sessionCreated(session) }
+        if wasPersistent, session.cleanSession { core.storage.sessionRemoved(session) }
+        return .accepted(session: session, sessionPresent: sessionPresent, assignedClientID: assignedClientID)
     }
 
-    /// The authentication step: nil to accept, or the CONNACK code to refuse with.
+    /// The authentication step: nil to accept, or the reason code to refuse with.
     private static func authenticate(
         _ packet: ConnectPacket, clientID: String, configuration: BrokerConfiguration
-    ) -> ConnectReturnCode? {
+    ) -> MQTTReasonCode? {
         guard let username = packet.username else {
             return configuration.allowAnonymous ? nil : .notAuthorized
         }
         guard let authenticator = configuration.authenticator else { return nil }
         let accepted = authenticator.authenticate(username: username, password: packet.password, clientIdentifier: clientID)
-        return accepted ? nil : .badUsernameOrPassword
+        return accepted ? nil : .badUserNameOrPassword
     }
 }

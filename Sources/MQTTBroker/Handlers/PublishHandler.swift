@@ -1,7 +1,8 @@
 import MQTTCore
 
-/// PUBLISH from a client (MQTT 3.1.1 section 3.3, 4.3): checked against `max_qos`, the ACL and `$SYS`, then routed
-/// and acknowledged with PUBACK / PUBREC, at once or once the message is durable.
+/// PUBLISH from a client (MQTT 3.1.1 section 3.3, 4.3; MQTT 5.0 section 3.3): checked against `max_qos`, the ACL
+/// and `$SYS`, then routed and acknowledged with PUBACK / PUBREC, at once or once the message is durable. An MQTT 5
+/// PUBLISH also goes through ``version5Form(of:on:)`` (alias, properties, expiry, payload format).
 enum PublishHandler {
     static func handle(_ publish: PublishPacket, on connection: BrokerConnectionHandler) {
         guard let session = connection.attachedSession() else { return }
@@ -11,39 +12,63 @@ enum PublishHandler {
             connection.close(.protocolViolation(.qosNotSupported(publish.qos)))
             return
         }
-        // A topic deeper than max_topic_levels is hostile input (mosquitto closes the connection too). A topic of
-        // N levels has at least N - 1 bytes, so short topics skip the count.
-        let maxLevels = core.configuration.maxTopicLevels
-        if publish.topic.utf8.count >= maxLevels {
-            let levels = SubscribeHandler.levelCount(of: publish.topic)
-            guard levels <= maxLevels else {
-                connection.close(.protocolViolation(.tooManyTopicLevels(levels)))
-                return
-            }
-        }
-        let message = BrokerMessage(
+        var message = BrokerMessage(
             topic: publish.topic,
             payload: publish.payload,
             qos: publish.qos,
             retain: publish.retain && core.configuration.retainAvailable
         )
+        var payloadFormatInvalid = false
+        if connection.protocolVersion == .v5 {
+            guard let form = version5Form(of: publish, on: connection) else { return }
+            message.topic = form.topic
+            message.properties = form.properties
+            message.expiresAt = form.expiresAt
+            payloadFormatInvalid = form.payloadFormatInvalid
+        }
+        // A topic deeper than max_topic_levels is hostile input (mosquitto closes the connection too). A topic of
+        // N levels has at least N - 1 bytes, so short topics skip the count.
+        let maxLevels = core.configuration.maxTopicLevels
+        if message.topic.utf8.count >= maxLevels {
+            let levels = SubscribeHandler.levelCount(of: message.topic)
+            guard levels <= maxLevels else {
+                connection.close(.protocolViolation(.tooManyTopicLevels(levels)))
+                return
+            }
+        }
         // Clients may not write the broker's own statistics: acknowledged, not routed.
-        let routable = !MQTTTopic.isSystemTopic(publish.topic) && session.accessPolicy.mayPublish(to: publish.topic)
+        let routable = !MQTTTopic.isSystemTopic(message.topic) && session.accessPolicy.mayPublish(to: message.topic)
         if !routable {
             connection.logger.notice(
-                "PUBLISH ignored: $SYS topic or acl denies write", metadata: ["topic": "\(publish.topic)"])
+                "PUBLISH ignored: $SYS topic or acl denies write", metadata: ["topic": "\(message.topic)"])
         }
+        var reasonCode = MQTTReasonCode.success
+        if connection.protocolVersion == .v5, publish.qos != .atMostOnce {
+            reasonCode = payloadFormatInvalid
+                ? .payloadFormatInvalid : version5ReasonCode(topic: message.topic, routable: routable, core: core)
+        }
+        let forwards = routable && !payloadFormatInvalid
         let storage = core.storage
         switch (publish.qos, publish.packetID) {
         case (.atMostOnce, _):
-            storage.acceptPublish(message, from: session, routable: routable, acknowledgement: nil, via: connection)
+            storage.acceptPublish(message, from: session, routable: forwards, acknowledgement: nil, via: connection)
         case (.atLeastOnce, let packetID?):
-            let puback = MQTTAcknowledgement(.puback, packetID: packetID)
-            storage.acceptPublish(message, from: session, routable: routable, acknowledgement: puback, via: connection)
+            let puback = MQTTAcknowledgement(.puback, packetID: packetID, reasonCode: reasonCode)
+            storage.acceptPublish(message, from: session, routable: forwards, acknowledgement: puback, via: connection)
         case (.exactlyOnce, let packetID?):
-            let pubrec = MQTTAcknowledgement(.pubrec, packetID: packetID)
+            let pubrec = MQTTAcknowledgement(.pubrec, packetID: packetID, reasonCode: reasonCode)
+            guard !reasonCode.isFailure else {
+                // A PUBREC with an error ends the QoS 2 flow (MQTT 5.0 4.3.3): nothing to release later.
+                storage.writeWhenDurable(pubrec, via: connection)
+                return
+            }
             if session.inboundQoS2.publishReceived(packetID: packetID) {
-                storage.acceptPublish(message, from: session, routable: routable, acknowledgement: pubrec, via: connection)
+                let receiveMaximum = core.configuration.maxInflightMessages
+                if connection.protocolVersion == .v5, receiveMaximum > 0, session.inboundQoS2.count > receiveMaximum {
+                    connection.close(.protocolViolation(.receiveMaximumExceeded(session.inboundQoS2.count)))
+                    return
+                }
+                storage.acceptPublish(message, from: session, routable: forwards, acknowledgement: pubrec, via: connection)
             } else {
                 storage.writeWhenDurable(pubrec, via: connection)  // a duplicate: PUBREC once the original is durable
             }

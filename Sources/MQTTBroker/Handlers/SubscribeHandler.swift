@@ -1,20 +1,29 @@
 import MQTTCore
 
-/// SUBSCRIBE (MQTT 3.1.1 section 3.8): each filter bounded in depth, validated and checked against the ACL; the
-/// subscription index changed; SUBACK with one return code per filter once durable, then the retained messages
-/// that match (MQTT-3.3.1-6).
+/// SUBSCRIBE (MQTT 3.1.1 section 3.8, MQTT 5.0 section 3.8): each filter bounded in depth, validated and checked
+/// against the ACL; the subscription index changed (with the MQTT 5 options, ``SubscriptionOptions``); SUBACK with
+/// one code per filter once durable, then the retained messages that match (MQTT-3.3.1-6), as Retain Handling asks.
 enum SubscribeHandler {
     /// The number of levels in a topic filter ("a/b/#" has 3).
     static func levelCount(of filter: String) -> Int {
         filter.utf8.reduce(1) { $1 == UInt8(ascii: "/") ? $0 + 1 : $0 }
     }
 
+    /// A filter that was subscribed, and whether its retained messages go out now.
+    private struct Accepted {
+        var filter: String
+        var qos: QoS
+        var sendsRetained: Bool
+        var identifier: Int?
+    }
+
     static func handle(_ subscribe: SubscribePacket, on connection: BrokerConnectionHandler) {
         guard let session = connection.attachedSession() else { return }
         let core = connection.core
-        var returnCodes: [SubAckReturnCode] = []
-        var accepted: [(filter: String, qos: QoS)] = []
-        returnCodes.reserveCapacity(subscribe.subscriptions.count)
+        let version5 = connection.protocolVersion == .v5
+        var reasonCodes: [MQTTReasonCode] = []
+        var accepted: [Accepted] = []
+        reasonCodes.reserveCapacity(subscribe.subscriptions.count)
         // A filter deeper than max_topic_levels is hostile input: mosquitto closes the connection rather than
         // refusing the filter. The subscription index is as deep as the deepest filter, so bounding the depth
         // bounds the work (and the recursion) of every later match and removal.
@@ -25,36 +34,56 @@ enum SubscribeHandler {
                 return
             }
         }
+        let identifier = version5 ? subscribe.properties.subscriptionIdentifiers.first : nil
         for request in subscribe.subscriptions {
-            guard let refusal = refusal(of: request.topicFilter, session: session, core: core) else {
-                let granted = min(request.qos, core.configuration.maxQoS)
-                core.subscribe(session, to: request.topicFilter, qos: granted)
-                returnCodes.append(.granted(granted))
-                accepted.append((request.topicFilter, granted))
-                connection.logger.debug(
-                    "subscribed", metadata: ["filter": "\(request.topicFilter)", "qos": "\(granted.rawValue)"])
+            if let refusal = refusal(of: request.topicFilter, session: session, core: core, version5: version5) {
+                connection.logger.notice(
+                    "SUBSCRIBE refused", metadata: ["filter": "\(request.topicFilter)", "reason": "\(refusal.why)"])
+                reasonCodes.append(version5 ? refusal.code : .unspecifiedError)
                 continue
             }
-            connection.logger.notice("SUBSCRIBE refused", metadata: ["filter": "\(request.topicFilter)", "reason": "\(refusal)"])
-            returnCodes.append(.failure)
+            let granted = min(request.qos, core.configuration.maxQoS)
+            let existed = session.subscriptions[UTF8Key(request.topicFilter)] != nil
+            core.subscribe(session, to: request.topicFilter, qos: granted)
+            let options = SubscriptionOptions(
+                noLocal: version5 && request.noLocal, retainAsPublished: version5 && request.retainAsPublished,
+                identifier: identifier)
+            session.subscriptionOptions[UTF8Key(request.topicFilter)] = options.isDefault ? nil : options
+            let sendsRetained: Bool
+            switch version5 ? request.retainHandling : .sendOnSubscribe {
+            case .sendOnSubscribe: sendsRetained = true
+            case .sendOnNewSubscription: sendsRetained = !existed
+            case .doNotSend: sendsRetained = false
+            }
+            reasonCodes.append(MQTTReasonCode(rawValue: granted.rawValue))
+            accepted.append(Accepted(filter: request.topicFilter, qos: granted, sendsRetained: sendsRetained, identifier: identifier))
+            connection.logger.debug(
+                "subscribed", metadata: ["filter": "\(request.topicFilter)", "qos": "\(granted.rawValue)"])
         }
         core.storage.whenDurable {
-            connection.write(.suback(SubAckPacket(packetID: subscribe.packetID, returnCodes: returnCodes)))
-            for (filter, qos) in accepted {
-                core.deliverRetained(matching: filter, grantedQoS: qos, to: session)
+            connection.write(.suback(SubAckPacket(packetID: subscribe.packetID, reasonCodes: reasonCodes)))
+            for subscription in accepted where subscription.sendsRetained {
+                core.deliverRetained(
+                    matching: subscription.filter, grantedQoS: subscription.qos, to: session,
+                    identifier: subscription.identifier)
             }
         }
     }
 
-    /// Why `filter` is refused, or nil when it may be subscribed to.
-    private static func refusal(of filter: String, session: BrokerSession, core: BrokerCore) -> String? {
+    /// Why `filter` is refused, with the MQTT 5 reason code that says so; nil when it may be subscribed to.
+    private static func refusal(
+        of filter: String, session: BrokerSession, core: BrokerCore, version5: Bool
+    ) -> (code: MQTTReasonCode, why: String)? {
         do {
             try MQTTTopic.validateFilter(filter)
         } catch {
-            return "\(error)"
+            return (.topicFilterInvalid, "\(error)")
+        }
+        if version5, filter.hasPrefix("$share/") {
+            return (.sharedSubscriptionsNotSupported, "shared subscriptions are not supported")
         }
         // The whole filter must be readable (ClientAccessPolicy.maySubscribe).
-        guard session.accessPolicy.maySubscribe(to: filter) else { return "acl denies read" }
+        guard session.accessPolicy.maySubscribe(to: filter) else { return (.notAuthorized, "acl denies read") }
         return nil
     }
 }

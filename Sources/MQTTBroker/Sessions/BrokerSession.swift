@@ -19,6 +19,20 @@ final class BrokerSession {
     @exclusivity(unchecked) var cleanSession: Bool
     /// Topic filter -> granted QoS.
     @exclusivity(unchecked) var subscriptions: [UTF8Key<String>: QoS] = [:]
+    /// MQTT 5 options of the filters subscribed with other than the defaults (``SubscriptionOptions``); empty for
+    /// 3.1.1 sessions, which routing checks first.
+    @exclusivity(unchecked) var subscriptionOptions: [UTF8Key<String>: SubscriptionOptions] = [:]
+    /// The protocol level of the connection that created or last resumed the session.
+    @exclusivity(unchecked) var protocolVersion: MQTTProtocolVersion = .v3_1_1
+    /// MQTT 5 Session Expiry Interval in seconds (0 ends the session with its connection; `UInt32.max` never
+    /// expires). 3.1.1 sessions keep 0 and use ``cleanSession``.
+    @exclusivity(unchecked) var expiryInterval: UInt32 = 0
+    /// The largest packet the client accepts (MQTT 5 Maximum Packet Size); nil when it set none.
+    @exclusivity(unchecked) var maximumPacketSize: Int?
+    /// Ends an offline MQTT 5 session when its expiry interval has passed.
+    @exclusivity(unchecked) var expiryTask: Scheduled<Void>?
+    /// The will of the last connection, waiting for its Will Delay Interval unless the session resumes first.
+    @exclusivity(unchecked) var delayedWill: DelayedWill?
     @exclusivity(unchecked) var outbound: OutboundFlow
     @exclusivity(unchecked) var inboundQoS2 = InboundQoS2Tracker()
     /// The connection attached to the session; nil while the client is offline.
@@ -38,4 +52,12 @@ final class BrokerSession {
         self.cleanSession = cleanSession
         self.outbound = outbound
     }
+}
+
+/// A will waiting for its MQTT 5 Will Delay Interval (MQTT 5.0 3.1.3.2.2).
+struct DelayedWill {
+    /// Publishes ``message`` when the delay has passed.
+    let task: Scheduled<Void>
+    /// The will, as it will be routed.
+    let message: BrokerMessage
 }

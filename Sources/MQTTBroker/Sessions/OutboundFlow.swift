@@ -114,7 +114,9 @@ struct OutboundFlow: Sendable {
     }
 
     /// Maximum inflight QoS 1/2 messages; 0 means unlimited (bounded only by the 65535 packet identifiers).
-    let maxInflight: Int
+    private(set) var maxInflight: Int
+    /// `max_inflight_messages`, which an MQTT 5 client's Receive Maximum may lower for its connection.
+    let configuredMaxInflight: Int
     /// Maximum queued messages; 0 means unlimited.
     let maxQueued: Int
     /// Maximum bytes (topic + payload) of queued messages; 0 means unlimited (mosquitto's `max_queued_bytes`).
@@ -138,6 +140,8 @@ struct OutboundFlow: Sendable {
     /// How many queued messages are QoS 0: while none are, a full window means nothing can leave the queue, and
     /// draining need not look at the queue's head.
     private var queuedAtMostOnceCount = 0
+    /// How many queued messages have an MQTT 5 expiry: while none do, ``dropExpired(now:)`` looks at nothing.
+    private var expiringQueuedCount = 0
     /// Whether the connection has too much unwritten output: QoS 0 messages are dropped and QoS 1/2 messages
     /// stay queued (not written) until ``outputUnblocked()``.
     private(set) var isOutputBlocked = false
@@ -146,9 +150,20 @@ struct OutboundFlow: Sendable {
 
     init(maxInflight: Int, maxQueued: Int, maxQueuedBytes: Int = 0, queueQoS0WhileOffline: Bool = false) {
         self.maxInflight = max(0, maxInflight)
+        self.configuredMaxInflight = max(0, maxInflight)
         self.maxQueued = max(0, maxQueued)
         self.maxQueuedBytes = max(0, maxQueuedBytes)
         self.queueQoS0WhileOffline = queueQoS0WhileOffline
+    }
+
+    /// Keeps the window within the Receive Maximum of the client that attached (MQTT-3.3.4-9); nil restores the
+    /// configured bound (a 3.1.1 client, or an MQTT 5 one that sent none).
+    mutating func limitInflight(toReceiveMaximum receiveMaximum: Int?) {
+        guard let receiveMaximum, receiveMaximum > 0 else {
+            maxInflight = configuredMaxInflight
+            return
+        }
+        maxInflight = configuredMaxInflight == 0 ? receiveMaximum : min(configuredMaxInflight, receiveMaximum)
     }
 
     /// The number of inflight messages.
@@ -238,6 +253,21 @@ struct OutboundFlow: Sendable {
         return .accepted
     }
 
+    /// Drops the queued messages that have expired by `now` (MQTT-3.3.2-5): they are never sent. Returns how many.
+    mutating func dropExpired(now: NIODeadline) -> Int {
+        guard expiringQueuedCount > 0 else { return 0 }
+        let before = queue.count
+        let waiting = queue
+        queue = Deque()
+        queuedBytes = 0
+        queuedAtMostOnceCount = 0
+        expiringQueuedCount = 0
+        for queued in waiting where !queued.message.hasExpired(at: now) {
+            appendCounted(queued)
+        }
+        return before - queue.count
+    }
+
     /// The client is (again) connected: re-send every unacknowledged PUBLISH with DUP set and every pending PUBREL,
     /// in their original order (MQTT-4.4.0-1), then release queued messages into the window.
     mutating func resume() -> [OutboundAction] {
@@ -323,6 +353,7 @@ struct OutboundFlow: Sendable {
     private mutating func appendCounted(_ queued: consuming QueuedMessage) {
         queuedBytes += Self.chargedBytes(queued.message)
         if queued.qos == .atMostOnce { queuedAtMostOnceCount += 1 }
+        if queued.message.expiresAt != nil { expiringQueuedCount += 1 }
         queue.append(queued)
     }
 
@@ -331,6 +362,7 @@ struct OutboundFlow: Sendable {
         let removed = queue.removeFirst()
         queuedBytes -= Self.chargedBytes(removed.message)
         if removed.qos == .atMostOnce { queuedAtMostOnceCount -= 1 }
+        if removed.message.expiresAt != nil { expiringQueuedCount -= 1 }
         return (removed.message, removed.qos, removed.retain)
     }
 

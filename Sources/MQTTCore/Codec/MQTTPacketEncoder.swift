@@ -119,13 +119,22 @@ extension MQTTPacketEncoder {
         }
     }
 
-    /// Appends an acknowledgement's four bytes to `buffer`: the same bytes ``encode(_:protocolVersion:into:)`` writes
-    /// for the PUBACK, PUBREC, PUBREL or PUBCOMP with that identifier, without a packet to build.
+    /// Appends an acknowledgement to `buffer`: the same bytes ``encode(_:protocolVersion:into:)`` writes for the
+    /// PUBACK, PUBREC, PUBREL or PUBCOMP with that identifier, without a packet to build. Four bytes for success; an
+    /// MQTT 5 reason code other than success adds its byte (remaining length 3, no properties, MQTT 5.0 3.4.2.2).
     /// - Throws: ``MQTTCodecError/zeroPacketIdentifier`` for identifier 0; `buffer` is then unchanged.
     public static func encode(_ acknowledgement: MQTTAcknowledgement, into buffer: inout ByteBuffer)
         throws(MQTTCodecError)
     {
-        try writeIdentifierOnly(type: acknowledgement.kind.packetType, packetID: acknowledgement.packetID, into: &buffer)
+        let type = acknowledgement.kind.packetType
+        guard acknowledgement.reasonCode != .success else {
+            return try writeIdentifierOnly(type: type, packetID: acknowledgement.packetID, into: &buffer)
+        }
+        let packetID = try validatedForEncoding(packetID: acknowledgement.packetID)
+        buffer.writeInteger(type.rawValue << 4 | FixedHeader.requiredFlags(of: type))
+        buffer.writeInteger(UInt8(3))
+        buffer.writeInteger(packetID)
+        buffer.writeInteger(acknowledgement.reasonCode.rawValue)
     }
 }
 

@@ -41,3 +41,13 @@ extension PublishPacket: MQTT5PacketBodyEncodable {
         buffer.writeImmutableBuffer(payload)
     }
 }
+
+extension PublishPacket {
+    /// The bytes this PUBLISH takes on the wire at `protocolVersion`, fixed header included: what a peer's MQTT 5
+    /// Maximum Packet Size bounds (MQTT 5.0 3.1.2.11.4).
+    /// - Throws: what encoding it would throw (a property the packet may not carry, a field too long).
+    public func wireSize(protocolVersion: MQTTProtocolVersion) throws(MQTTCodecError) -> Int {
+        let remaining = protocolVersion == .v5 ? try remainingLengthV5() : try remainingLength()
+        return 1 + MQTTWireSize.variableByteInteger(remaining) + remaining
+    }
+}

@@ -30,10 +30,15 @@ public struct MQTTAcknowledgement: Sendable, Hashable {
     public var kind: Kind
     /// The identifier of the message it acknowledges; never 0 on the wire (MQTT-2.3.1-1).
     public var packetID: UInt16
+    /// The MQTT 5 reason code; ``MQTTReasonCode/success`` (the four-byte form) unless an MQTT 5 peer must hear
+    /// otherwise (0x10 No matching subscribers, 0x87 Not authorized, 0x92 Packet Identifier not found …). MQTT 3.1.1
+    /// has no reason codes: only MQTT 5 connections may be given another one.
+    public var reasonCode: MQTTReasonCode
 
     /// Creates an acknowledgement of `kind` for `packetID`.
-    public init(_ kind: Kind, packetID: UInt16) {
+    public init(_ kind: Kind, packetID: UInt16, reasonCode: MQTTReasonCode = .success) {
         self.kind = kind
         self.packetID = packetID
+        self.reasonCode = reasonCode
     }
 }

@@ -1,0 +1,133 @@
+import MQTTCore
+import NIOCore
+
+/// What a route knows about the message beyond the message itself, for MQTT 5 deliveries.
+struct Version5Route {
+    /// The RETAIN flag the message was published with (Retain As Published forwards it).
+    var publishedRetained: Bool
+    /// The connection it came from, if any (No Local compares sessions; back-pressure holds it).
+    var publisher: BrokerConnectionHandler?
+}
+
+/// MQTT 5 in the core (MQTT 5.0 3.3.4, 3.8.3.1, 3.1.2.5, 3.1.3.2.2): deliveries shaped by subscription options
+/// and the subscriber's Maximum Packet Size, session expiry, and wills published after their delay.
+extension BrokerCore {
+    /// Delivers `message` to an MQTT 5 session: No Local, Retain As Published and Subscription Identifiers from
+    /// the session's matching subscriptions, and nothing bigger than the client accepts.
+    func deliverVersion5(
+        _ message: BrokerMessage, grantedQoS: QoS, to session: BrokerSession, _ context: Version5Route,
+        recorder: inout RouteRecorder?
+    ) {
+        var match = SubscriptionMatch(grantedQoS: grantedQoS, retainAsPublished: false, identifiers: [])
+        if !session.subscriptionOptions.isEmpty {
+            let ownMessage = context.publisher?.session === session
+            guard let resolved = SubscriptionMatch.resolve(
+                topic: message.topic, subscriptions: session.subscriptions, options: session.subscriptionOptions,
+                publishedBySameSession: ownMessage)
+            else { return }
+            match = resolved
+        }
+        var copy = message
+        for identifier in match.identifiers {
+            copy.properties.entries.append(.subscriptionIdentifier(identifier))
+        }
+        let qos = min(message.qos, match.grantedQoS)
+        guard fits(copy, qos: qos, in: session) else { return }
+        let retain = match.retainAsPublished && context.publishedRetained
+        switch session.outbound.enqueue(copy, qos: qos, retain: retain) {
+        case .send(let delivery):
+            if recorder?.handles(delivery, for: session) == true { return }
+            session.connection?.writePublish(delivery)
+        case .queued:
+            recorder?.queued(qos, for: session)
+            backpressure.holdBack(context.publisher, for: session, qos: qos, core: self)
+        case .discarded:
+            return
+        case .dropped:
+            noteDropped(session)
+            backpressure.holdBack(context.publisher, for: session, qos: qos, core: self)
+        case .droppedSlowConsumer:
+            noteDroppedSlowConsumer(session)
+        }
+    }
+
+    /// Whether `message` at `qos` fits the client's Maximum Packet Size; one that does not is never sent to it
+    /// (MQTT-3.1.2-25) and counts as dropped.
+    func fits(_ message: BrokerMessage, qos: QoS, in session: BrokerSession) -> Bool {
+        guard let maximum = session.maximumPacketSize else { return true }
+        var properties = message.properties
+        if message.expiresAt != nil { properties.entries.append(.messageExpiryInterval(0)) }
+        let packet = PublishPacket(
+            topic: message.topic, payload: message.payload, qos: qos, packetID: qos == .atMostOnce ? nil : 1,
+            properties: properties)
+        guard let size = try? packet.wireSize(protocolVersion: .v5), size <= maximum else {
+            statistics.publishDropped += 1
+            return false
+        }
+        return true
+    }
+
+    /// The will of a connection that ended without DISCONNECT, as the message it becomes: its MQTT 5 properties
+    /// travel with it, less the Will Delay Interval (MQTT 5.0 3.1.3.2).
+    func willMessage(_ will: ConnectPacket.Will) -> BrokerMessage {
+        var message = BrokerMessage(
+            topic: will.topic, payload: will.payload, qos: min(will.qos, configuration.maxQoS),
+            retain: will.retain && configuration.retainAvailable)
+        for entry in will.properties.entries {
+            switch entry {
+            case .willDelayInterval: continue
+            case .messageExpiryInterval(let seconds): message.expiresAt = now + .seconds(Int64(seconds))
+            default: message.properties.entries.append(entry)
+            }
+        }
+        return message
+    }
+
+    /// Publishes `will` now, or after its Will Delay Interval when the session outlives the connection: a client
+    /// that comes back in time has not gone away, and no will is sent (MQTT-3.1.3-9).
+    func publishWill(_ will: ConnectPacket.Will, of session: BrokerSession) {
+        let message = willMessage(will)
+        let delay = will.properties.willDelayInterval ?? 0
+        guard delay > 0, !session.cleanSession, sessions.session(forKey: session.key) === session else {
+            route(message)
+            return
+        }
+        session.delayedWill?.task.cancel()
+        let task = eventLoop.assumeIsolated().scheduleTask(in: .seconds(Int64(delay))) { [self] in
+            guard let delayed = session.delayedWill else { return }
+            session.delayedWill = nil
+            self.route(delayed.message)
+            self.flushDirty()
+        }
+        session.delayedWill = DelayedWill(task: task, message: message)
+    }
+
+    /// A client attached to its stored session: the session no longer expires, and a will still waiting for its
+    /// delay is not sent.
+    func sessionResumed(_ session: BrokerSession) {
+        session.expiryTask?.cancel()
+        session.expiryTask = nil
+        session.delayedWill?.task.cancel()
+        session.delayedWill = nil
+    }
+
+    /// The session's connection ended and the session outlives it: it ends after its MQTT 5 Session Expiry
+    /// Interval, publishing a will still waiting for its delay first (MQTT-3.1.3-9). 3.1.1 sessions never expire.
+    func scheduleExpiry(of session: BrokerSession) {
+        guard session.expiryInterval != .max, session.expiryInterval > 0 else { return }
+        session.expiryTask?.cancel()
+        session.expiryTask = eventLoop.assumeIsolated().scheduleTask(in: .seconds(Int64(session.expiryInterval))) {
+            [self] in
+            session.expiryTask = nil
+            guard session.connection == nil, self.sessions.session(forKey: session.key) === session else { return }
+            if let delayed = session.delayedWill {
+                delayed.task.cancel()
+                session.delayedWill = nil
+                self.route(delayed.message)
+            }
+            self.logger.debug("session expired", metadata: ["client": "\(session.clientID)"])
+            self.removeSession(session)
+            self.flushDirty()
+        }
+    }
+}
