@@ -49,7 +49,7 @@ public final class RunningBroker: @unchecked Sendable {
     public let directory: URL
     private let configFile: URL
     private let brokerConfiguration: BrokerConfiguration
-    private var process: Process?
+    private var process: SpawnedProcess?
     private var server: MQTTBrokerServer?
 
     fileprivate init(kind: TestBrokerKind, port: Int, directory: URL, configFile: URL) {
@@ -70,7 +70,7 @@ public final class RunningBroker: @unchecked Sendable {
     }
 
     /// The mosquitto process's id (nil for our in-process broker, or once stopped).
-    public var processIdentifier: Int32? { process?.processIdentifier }
+    public var processIdentifier: Int32? { process?.pid }
 
     fileprivate func launch() async throws {
         switch kind {
@@ -81,19 +81,8 @@ public final class RunningBroker: @unchecked Sendable {
 
     private func launchMosquitto() async throws {
         guard let binary = mosquittoBinary else { throw HarnessError("mosquitto not found in /usr/sbin or /usr/bin") }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["-c", configFile.path]
         let log = directory.appendingPathComponent("mosquitto.log")
-        if !FileManager.default.fileExists(atPath: log.path) {
-            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        }
-        let handle = try FileHandle(forWritingTo: log)
-        handle.seekToEndOfFile()
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        self.process = process
+        self.process = try SpawnedProcess(binary, ["-c", configFile.path], outputPath: log.path)
         try await waitUntilListening()
     }
 
@@ -118,9 +107,8 @@ public final class RunningBroker: @unchecked Sendable {
     /// Stops the broker and waits until it is gone: ours closes its listener and every connection (without
     /// publishing wills); mosquitto gets SIGKILL.
     ///
-    /// SIGKILL, not SIGTERM: mosquitto started from the test runner inherits a signal mask that blocks SIGTERM,
-    /// so a polite stop always ran into its 5 s fallback (5 s added to every mosquitto test). The broker runs
-    /// without persistence, so nothing is lost, and clients see the TCP connection close either way.
+    /// SIGKILL: the broker runs without persistence, so nothing is lost, clients see the TCP connection close
+    /// either way, and no test waits for mosquitto's orderly shutdown.
     public func stop() async {
         if let server {
             self.server = nil
@@ -128,8 +116,8 @@ public final class RunningBroker: @unchecked Sendable {
         }
         guard let process else { return }
         self.process = nil
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        try? await offPool { process.waitUntilExit() }
+        process.send(SIGKILL)
+        await process.waitForExit()
     }
 
     /// Starts the broker again on the same port with the same configuration.
@@ -155,9 +143,9 @@ public final class RunningBroker: @unchecked Sendable {
     private func waitUntilListening() async throws {
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
-            if let process, listener(port: port, isHeldBy: process.processIdentifier) { return }
-            if let process, !process.isRunning {
-                throw HarnessError("broker exited with \(process.terminationStatus): \(log)")
+            if let process, listener(port: port, isHeldBy: process.pid) { return }
+            if let process, let status = process.terminationStatus {
+                throw HarnessError("broker exited with \(status): \(log)")
             }
             try await Task.sleep(for: .milliseconds(20))
         }

@@ -43,32 +43,14 @@ public struct ProcessResult: Sendable {
 /// Runs an executable with arguments, killing it if it still runs after `timeout`. The wait sleeps
 /// rather than blocks, so the (2-thread) cooperative pool keeps serving the other tests.
 public func runProcess(_ path: String, _ arguments: [String], timeout: Duration = .seconds(15)) async throws -> ProcessResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
     // A file, not a pipe: a pipe's buffer fills up and blocks a chatty process until it is read.
     let outputURL = FileManager.default.temporaryDirectory.appendingPathComponent("broker-test-\(UUID().uuidString).out")
-    guard FileManager.default.createFile(atPath: outputURL.path, contents: nil) else {
-        throw CocoaError(.fileWriteUnknown)
-    }
     defer { try? FileManager.default.removeItem(at: outputURL) }
-    let output = try FileHandle(forWritingTo: outputURL)
-    defer { try? output.close() }
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let deadline = ContinuousClock.now + timeout
-    while process.isRunning, ContinuousClock.now < deadline {
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    if process.isRunning {
-        // SIGKILL, not terminate(): processes started by the test runner may have SIGTERM blocked, and a wait
-        // for one that ignores it would never end.
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-    let data = try Data(contentsOf: outputURL)
-    return ProcessResult(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
+    let process = try SpawnedProcess(path, arguments, outputPath: outputURL.path)
+    // SIGKILL after the timeout: a wait for a process that ignores SIGTERM would never end.
+    let status = await process.waitForExit(timeout: timeout)
+    let data = (try? Data(contentsOf: outputURL)) ?? Data()
+    return ProcessResult(status: status, output: String(decoding: data, as: UTF8.self))
 }
 
 /// The installed mosquitto broker, if any.

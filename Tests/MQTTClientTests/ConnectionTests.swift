@@ -92,23 +92,18 @@ struct ConnectionTests {
             try await watcher.subscribe(willTopic, qos: .atLeastOnce)
             let wills = Collector(watcher.messages(matching: willTopic))
 
-            let probe = Process()
-            probe.executableURL = probeExecutable()
-            probe.arguments = [String(broker.port), id, willTopic, "gone"]
-            let output = Pipe()
-            probe.standardOutput = output
-            try probe.run()
-            defer { if probe.isRunning { kill(probe.processIdentifier, SIGKILL) } }
-            let reader = output.fileHandleForReading
-            let line = try await withTimeout(.seconds(10), "probe connected") {
-                try await offPool { String(decoding: reader.availableData, as: UTF8.self) }
+            let outputPath = broker.directory.appendingPathComponent("probe-\(id).out").path
+            let probe = try SpawnedProcess(
+                probeExecutable().path, [String(broker.port), id, willTopic, "gone"], outputPath: outputPath)
+            let connected = try await poll(every: .milliseconds(20), for: .seconds(10)) {
+                ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").contains("connected")
             }
-            #expect(line.contains("connected"))
+            #expect(connected, "probe connected")
             try await Task.sleep(for: .milliseconds(100))
             #expect(wills.snapshot.isEmpty, "no will while the probe lives")
 
-            kill(probe.processIdentifier, SIGKILL)
-            try await offPool { probe.waitUntilExit() }
+            probe.send(SIGKILL)
+            await probe.waitForExit()
             let received = try await wills.wait(count: 1, timeout: .seconds(10))
             #expect(received.first?.topic == willTopic)
             #expect(received.first?.payload.text == "gone")

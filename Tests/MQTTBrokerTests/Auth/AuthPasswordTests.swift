@@ -1,4 +1,5 @@
 import Foundation
+import LiveTestSupport
 import Testing
 
 @testable import MQTTBroker
@@ -67,15 +68,11 @@ struct AuthPasswordTests {
     @Test(
         "a file made now by the installed mosquitto_passwd is accepted",
         .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/mosquitto_passwd")))
-    func liveMosquittoPasswd() throws {
+    func liveMosquittoPasswd() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("auth-\(UUID().uuidString).passwd").path
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_passwd")
-        process.arguments = ["-b", "-c", path, "dave", "s3cr3t with spaces"]
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let result = try await runProcess("/usr/bin/mosquitto_passwd", ["-b", "-c", path, "dave", "s3cr3t with spaces"])
+        #expect(result.status == 0, "\(result.output)")
         let authenticator = PasswordFileAuthenticator(file: try PasswordFile.load(path: path))
         #expect(authenticator.authenticate(username: "dave", password: Array("s3cr3t with spaces".utf8), clientIdentifier: "d"))
         #expect(!authenticator.authenticate(username: "dave", password: Array("s3cr3t".utf8), clientIdentifier: "d"))
