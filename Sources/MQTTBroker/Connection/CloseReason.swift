@@ -101,6 +101,8 @@ enum ProtocolViolation: Error, Sendable, Hashable, CustomStringConvertible {
     case unexpectedAuth
     /// A DISCONNECT setting a Session Expiry Interval after CONNECT set none (MQTT-3.14.2-2).
     case sessionExpiryAfterZero
+    /// No Local on a shared subscription (MQTT-3.8.3-4).
+    case noLocalOnSharedSubscription
 
     var description: String {
         switch self {
@@ -118,6 +120,7 @@ enum ProtocolViolation: Error, Sendable, Hashable, CustomStringConvertible {
         case .receiveMaximumExceeded(let count): return "\(count) QoS 2 messages unreleased, above the receive maximum"
         case .unexpectedAuth: return "AUTH without enhanced authentication"
         case .sessionExpiryAfterZero: return "DISCONNECT set a session expiry after CONNECT set none"
+        case .noLocalOnSharedSubscription: return "No Local on a shared subscription"
         }
     }
 
@@ -130,7 +133,7 @@ enum ProtocolViolation: Error, Sendable, Hashable, CustomStringConvertible {
         case .topicAliasOutOfRange: return .topicAliasInvalid
         case .receiveMaximumExceeded: return .receiveMaximumExceeded
         case .firstPacketNotConnect, .secondConnect, .serverOnlyPacket, .missingPacketID, .acknowledgementOutOfFlow,
-            .unknownTopicAlias, .unexpectedAuth, .sessionExpiryAfterZero:
+            .unknownTopicAlias, .unexpectedAuth, .sessionExpiryAfterZero, .noLocalOnSharedSubscription:
             return .protocolError
         }
     }

@@ -27,6 +27,15 @@ extension BrokerCore {
             else { return }
             match = resolved
         }
+        deliver(message, match: match, to: session, context, recorder: &recorder)
+    }
+
+    /// Offers `message` to `session` as `match` says (QoS, RETAIN, identifiers) and writes it if it goes out now:
+    /// the per-session step of MQTT 5 routing and of shared subscriptions.
+    func deliver(
+        _ message: BrokerMessage, match: SubscriptionMatch, to session: BrokerSession, _ context: Version5Route,
+        recorder: inout RouteRecorder?
+    ) {
         var copy = message
         for identifier in match.identifiers {
             copy.properties.entries.append(.subscriptionIdentifier(identifier))

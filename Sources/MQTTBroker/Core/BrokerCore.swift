@@ -33,6 +33,8 @@ final class BrokerCore {
     /// Every session, connected or not.
     let sessions: SessionRegistry
     private let subscriptionIndex = SubscriptionIndex<SessionKey>()
+    /// `$share/GROUP/FILTER` subscriptions, one delivery per group (MQTT 5.0 4.8.2).
+    let sharedSubscriptions = SharedSubscriptions()
     let retainedStore = RetainedStore()
     /// Every open connection, connected or still waiting for CONNECT, for shutdown.
     @exclusivity(unchecked) private(set) var connections: [ObjectIdentifier: BrokerConnectionHandler] = [:]
@@ -84,7 +86,7 @@ final class BrokerCore {
     var backpressurePauseCount: UInt64 { backpressure.pauseCount }
 
     /// The number of (client, filter) subscriptions.
-    var subscriptionCount: Int { subscriptionIndex.count }
+    var subscriptionCount: Int { subscriptionIndex.count + sharedSubscriptions.count }
 
     /// How many distinct event loops the open connections' sockets are served on (diagnostics and tests).
     var socketEventLoopsInUse: Int {
@@ -213,13 +215,21 @@ final class BrokerCore {
             }
         }
         publisher?.routeHint = routeHint
+        if !sharedSubscriptions.isEmpty {
+            let context = Version5Route(publishedRetained: publishedRetained, publisher: publisher)
+            deliverShared(forwarded, context, recorder: &recorder)
+        }
         recorder?.finish()
     }
 
     /// Adds or replaces a subscription (re-subscribing replaces the QoS, MQTT-3.8.4-3).
     func subscribe(_ session: BrokerSession, to filter: String, qos: QoS) {
         session.subscriptions[UTF8Key(filter)] = qos
-        subscriptionIndex.subscribe(session.key, to: filter, qos: qos)
+        if let shared = SharedFilter(filter) {
+            sharedSubscriptions.subscribe(session.key, to: shared, qos: qos)
+        } else {
+            subscriptionIndex.subscribe(session.key, to: filter, qos: qos)
+        }
         storage.subscribed(session, to: filter, qos: qos)
     }
 
@@ -244,7 +254,11 @@ final class BrokerCore {
     func unsubscribe(_ session: BrokerSession, from filter: String) -> Bool {
         guard session.subscriptions.removeValue(forKey: UTF8Key(filter)) != nil else { return false }
         session.subscriptionOptions[UTF8Key(filter)] = nil
-        subscriptionIndex.unsubscribe(session.key, from: filter)
+        if let shared = SharedFilter(filter) {
+            sharedSubscriptions.unsubscribe(session.key, from: shared)
+        } else {
+            subscriptionIndex.unsubscribe(session.key, from: filter)
+        }
         storage.unsubscribed(session, from: filter)
         return true
     }
@@ -253,6 +267,9 @@ final class BrokerCore {
     func hasSubscriber(matching topic: String) -> Bool {
         var found = false
         subscriptionIndex.forEachMatch(topic: topic) { _, _ in found = true }
+        if !found, !sharedSubscriptions.isEmpty {
+            found = sharedSubscriptions.hasGroup(matching: topic)
+        }
         return found
     }
 
@@ -373,7 +390,11 @@ final class BrokerCore {
         sessionResumed(session)  // its expiry and delayed will end with it, unsent
         session.subscriptionOptions.removeAll()
         for filter in session.subscriptions.keys {
-            subscriptionIndex.unsubscribe(session.key, from: filter.base)
+            if let shared = SharedFilter(filter.base) {
+                sharedSubscriptions.unsubscribe(session.key, from: shared)
+            } else {
+                subscriptionIndex.unsubscribe(session.key, from: filter.base)
+            }
         }
         session.subscriptions.removeAll()
         sessions.remove(session)

@@ -30,8 +30,6 @@ enum ConnAckProperties {
         if configuration.maxPacketSize < MQTTPacketDecoder.protocolMaximumPacketSize {
             entries.append(.maximumPacketSize(UInt32(configuration.maxPacketSize)))
         }
-        // Absent means available (MQTT 5.0 3.2.2.3.13): say so until `$share/` filters are served.
-        entries.append(.sharedSubscriptionAvailable(false))
         return MQTTProperties(entries)
     }
 }

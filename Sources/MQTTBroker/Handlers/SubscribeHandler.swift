@@ -33,6 +33,11 @@ enum SubscribeHandler {
                 connection.close(.protocolViolation(.tooManyTopicLevels(levels)))
                 return
             }
+            // No Local on a shared subscription is a protocol error (MQTT-3.8.3-4).
+            guard !(version5 && request.noLocal && SharedFilter.isShared(request.topicFilter)) else {
+                connection.close(.protocolViolation(.noLocalOnSharedSubscription))
+                return
+            }
         }
         let identifier = version5 ? subscribe.properties.subscriptionIdentifiers.first : nil
         for request in subscribe.subscriptions {
@@ -50,7 +55,8 @@ enum SubscribeHandler {
                 identifier: identifier)
             session.subscriptionOptions[UTF8Key(request.topicFilter)] = options.isDefault ? nil : options
             let sendsRetained: Bool
-            switch version5 ? request.retainHandling : .sendOnSubscribe {
+            // A shared subscription gets no retained messages when it is made (MQTT 5.0 4.8.2).
+            switch SharedFilter.isShared(request.topicFilter) ? .doNotSend : version5 ? request.retainHandling : .sendOnSubscribe {
             case .sendOnSubscribe: sendsRetained = true
             case .sendOnNewSubscription: sendsRetained = !existed
             case .doNotSend: sendsRetained = false
@@ -79,8 +85,8 @@ enum SubscribeHandler {
         } catch {
             return (.topicFilterInvalid, "\(error)")
         }
-        if version5, filter.hasPrefix("$share/") {
-            return (.sharedSubscriptionsNotSupported, "shared subscriptions are not supported")
+        if SharedFilter.isShared(filter), SharedFilter(filter) == nil {
+            return (.topicFilterInvalid, "a shared subscription needs $share/NAME/FILTER")
         }
         // The whole filter must be readable (ClientAccessPolicy.maySubscribe).
         guard session.accessPolicy.maySubscribe(to: filter) else { return (.notAuthorized, "acl denies read") }

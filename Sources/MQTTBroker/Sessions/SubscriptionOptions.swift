@@ -33,7 +33,9 @@ struct SubscriptionMatch: Sendable, Hashable {
         publishedBySameSession: Bool
     ) -> SubscriptionMatch? {
         var match: SubscriptionMatch?
-        for (filter, qos) in subscriptions where MQTTTopic.matches(filter: filter.base, topic: topic) {
+        // Shared subscriptions deliver on their own, one member per group (SharedSubscriptions).
+        for (filter, qos) in subscriptions
+        where !SharedFilter.isShared(filter.base) && MQTTTopic.matches(filter: filter.base, topic: topic) {
             let filterOptions = options[filter] ?? SubscriptionOptions()
             if filterOptions.noLocal && publishedBySameSession { continue }
             var current = match ?? SubscriptionMatch(grantedQoS: qos, retainAsPublished: false, identifiers: [])
