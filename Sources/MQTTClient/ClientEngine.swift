@@ -16,27 +16,39 @@ typealias Waiter = CheckedContinuation<Completion, Never>
 /// We never hold our own locks while calling libmosquitto, so its internal mutexes cannot deadlock with ours.
 final class ClientEngine: Sendable {
     let configuration: MQTTClientConfiguration
-    private let handle: MosquittoHandle
+    // Internal, not private: the callbacks (ClientEngine+Callbacks.swift) and request/response
+    // (ClientEngine+Requests.swift) use them too.
+    let handle: MosquittoHandle
     private let loop = LoopControl()
     /// Waits for the socket with `poll(2)`; other threads wake it when they queue packets or commands.
-    private let poller: SocketPoller
-    private let core: Locked<Core>
-    private let listeners = Locked(Listeners())
+    let poller: SocketPoller
+    let core: Locked<Core>
+    let listeners = Locked(Listeners())
+    /// MQTT 5 requests waiting for their responses.
+    let requests: Locked<RequestTracker<RequestWaiter>>
 
     /// The state machine plus the state streams, locked together so states are emitted in order.
-    private struct Core {
+    struct Core {
         var machine: ClientStateMachine<Waiter>
         var stateStreams: [UInt64: AsyncStream<MQTTConnectionState>.Continuation] = [:]
         var nextStreamID: UInt64 = 0
     }
 
-    private struct Listeners {
+    struct Listeners {
         var streams: [UInt64: (filter: String?, continuation: AsyncStream<MQTTMessage>.Continuation)] = [:]
         var nextID: UInt64 = 0
     }
 
     init(configuration: MQTTClientConfiguration) throws(MQTTClientError) {
-        guard !configuration.clientID.isEmpty else { throw .invalidConfiguration("clientID must not be empty") }
+        guard !configuration.clientID.isEmpty || configuration.protocolVersion == .v5 else {
+            throw .invalidConfiguration("clientID must not be empty before MQTT 5")
+        }
+        guard !configuration.clientID.isEmpty || configuration.cleanSession else {
+            throw .invalidConfiguration("an empty clientID needs cleanSession (the broker assigns a new one each time)")
+        }
+        guard configuration.maxOutstandingRequests >= 1 else {
+            throw .invalidConfiguration("maxOutstandingRequests must be at least 1")
+        }
         guard (1...65535).contains(configuration.port) else {
             throw .invalidConfiguration("port \(configuration.port) is out of range")
         }
@@ -48,6 +60,7 @@ final class ClientEngine: Sendable {
             throw .invalidConfiguration("offlineQueueLimit and maxInflightMessages must not be negative")
         }
         self.configuration = configuration
+        requests = Locked(RequestTracker(limit: configuration.maxOutstandingRequests))
         poller = try SocketPoller()
         handle = try MosquittoHandle(clientID: configuration.clientID, cleanSession: configuration.cleanSession)
         do {
@@ -84,11 +97,19 @@ final class ClientEngine: Sendable {
             return streams
         }
         messageStreams.values.forEach { $0.continuation.finish() }
+        let waiting = requests.withLock { $0.failAll() }
+        for waiter in waiting { waiter.resume(returning: .failure(.notConnected)) }
     }
 
     var currentState: MQTTConnectionState? {
         core.withLock { $0.machine.state }
     }
+
+    var connAck: MQTTConnAckInfo? {
+        core.withLock { $0.machine.connAck }
+    }
+
+    var isV5: Bool { configuration.protocolVersion == .v5 }
 
     // MARK: Operations
 
@@ -105,10 +126,14 @@ final class ClientEngine: Sendable {
         }
     }
 
-    func publish(topic: String, payload: [UInt8], qos: QoS, retain: Bool) async throws(MQTTClientError) {
+    func publish(
+        topic: String, payload: [UInt8], qos: QoS, retain: Bool, properties: MQTTPublishProperties
+    ) async throws(MQTTClientError) {
         guard mosquitto_pub_topic_check2(topic, topic.utf8.count) == MosquittoError.success else {
             throw .invalidTopic(topic)
         }
+        guard isV5 || properties.isEmpty else { throw .mqtt5Required("publish properties") }
+        let propertyList = try PropertyList(publish: properties)
         let completion = await withCheckedContinuation { (waiter: Waiter) in
             let admission = core.withLock { $0.machine.admitPublish(qos: qos) }
             switch admission {
@@ -117,9 +142,9 @@ final class ClientEngine: Sendable {
             case .send(let countsOffline, let epoch):
                 var mid: Int32 = 0
                 let rc = payload.withUnsafeBytes { bytes in
-                    mosquitto_publish(
+                    mosquitto_publish_v5(
                         handle.pointer, &mid, topic, Int32(clamping: bytes.count), bytes.baseAddress,
-                        Int32(qos.rawValue), retain)
+                        Int32(qos.rawValue), retain, propertyList.pointer)
                 }
                 poller.wake()  // threaded mode only queues it: the network thread writes it
                 let queuedOffline = rc == MosquittoError.noConnection && qos != .atMostOnce
@@ -140,29 +165,32 @@ final class ClientEngine: Sendable {
         if case .failed(let error) = completion { throw error }
     }
 
-    func subscribe(_ filter: String, qos: QoS) async throws(MQTTClientError) -> QoS {
+    func subscribe(_ filter: String, qos: QoS, options: MQTTSubscribeOptions) async throws(MQTTClientError) -> QoS {
         guard mosquitto_sub_topic_check2(filter, filter.utf8.count) == MosquittoError.success else {
             throw .invalidTopic(filter)
         }
+        guard isV5 || options.isDefault else { throw .mqtt5Required("subscribe options") }
+        let propertyList = try PropertyList(subscribe: options)
         let completion = await withCheckedContinuation { (waiter: Waiter) in
             switch core.withLock({ $0.machine.admitSubscription() }) {
             case .failure(let error):
                 waiter.resume(returning: .failed(error))
             case .success(let epoch):
                 var mid: Int32 = 0
-                let rc = mosquitto_subscribe(handle.pointer, &mid, filter, Int32(qos.rawValue))
+                let rc = mosquitto_subscribe_v5(
+                    handle.pointer, &mid, filter, Int32(qos.rawValue), options.optionBits, propertyList.pointer)
                 poller.wake()
                 guard rc == MosquittoError.success else {
                     waiter.resume(returning: .failed(MosquittoError.operationError(rc)))
                     return
                 }
-                let subscription = TopicSubscription(filter: filter, qos: qos)
+                let subscription = TopicSubscription(filter: filter, qos: qos, options: options)
                 feed { $0.subscribeSent(mid: mid, subscription: subscription, epoch: epoch, waiter: waiter) }
             }
         }
         switch completion {
         case .granted(let granted): return granted
-        case .done: return qos
+        case .done, .subscribed: return qos
         case .failed(let error): throw error
         }
     }
@@ -223,7 +251,7 @@ final class ClientEngine: Sendable {
     // MARK: State machine plumbing
 
     /// Runs one state machine event; emits states under the lock (so they stay ordered), everything else after.
-    private func feed(_ event: (inout ClientStateMachine<Waiter>) -> [ClientStateMachine<Waiter>.Action]) {
+    func feed(_ event: (inout ClientStateMachine<Waiter>) -> [ClientStateMachine<Waiter>.Action]) {
         let actions = core.withLock { core in
             let actions = event(&core.machine)
             for case .emitState(let state) in actions {
@@ -291,7 +319,13 @@ final class ClientEngine: Sendable {
     /// Blocking connect on the network thread; the CONNACK arrives later through `on_connect`.
     private func openConnection() -> Bool {
         let keepAlive = Int32(configuration.keepAlive.components.seconds)
-        let rc = mosquitto_connect(handle.pointer, configuration.host, Int32(configuration.port), keepAlive)
+        var properties = PropertyList()
+        if isV5, let expiry = configuration.sessionExpiryInterval {
+            // Cannot fail: a fixed-size property with a valid identifier.
+            try? properties.add(MQTT_PROP_SESSION_EXPIRY_INTERVAL, int32: expiry)
+        }
+        let rc = mosquitto_connect_bind_v5(
+            handle.pointer, configuration.host, Int32(configuration.port), keepAlive, nil, properties.pointer)
         let savedErrno = errno
         guard rc == MosquittoError.success else {
             let error = MosquittoError.connectError(code: rc, errno: savedErrno, host: configuration.host)
@@ -305,69 +339,14 @@ final class ClientEngine: Sendable {
         let epoch = core.withLock { $0.machine.epoch }
         for subscription in subscriptions {
             var mid: Int32 = 0
-            let rc = mosquitto_subscribe(
-                handle.pointer, &mid, subscription.filter, Int32(subscription.qos.rawValue))
+            // The options were accepted when the subscription was first made, so building them again cannot fail.
+            guard let properties = try? PropertyList(subscribe: subscription.options) else { continue }
+            let rc = mosquitto_subscribe_v5(
+                handle.pointer, &mid, subscription.filter, Int32(subscription.qos.rawValue),
+                subscription.options.optionBits, properties.pointer)
             if rc == MosquittoError.success {
                 feed { $0.subscribeSent(mid: mid, subscription: subscription, epoch: epoch, waiter: nil) }
             }
         }
-    }
-
-    // MARK: Callbacks (network thread: copy, hand over, return)
-
-    private func installCallbacks() {
-        let pointer = handle.pointer
-        mosquitto_user_data_set(pointer, Unmanaged.passUnretained(self).toOpaque())
-        mosquitto_connect_with_flags_callback_set(pointer) { _, context, code, flags in
-            guard let engine = ClientEngine.from(context) else { return }
-            let version = engine.configuration.protocolVersion
-            engine.feed { $0.connackReceived(code: code, sessionPresent: flags & 1 == 1, protocolVersion: version) }
-        }
-        mosquitto_disconnect_callback_set(pointer) { _, context, code in
-            guard let engine = ClientEngine.from(context) else { return }
-            let error = MosquittoError.lossError(code)
-            engine.feed { $0.connectionClosed(cleanly: code == 0, error: error) }
-        }
-        mosquitto_publish_callback_set(pointer) { _, context, mid in
-            ClientEngine.from(context)?.feed { $0.publishAcknowledged(mid: mid) }
-        }
-        mosquitto_subscribe_callback_set(pointer) { _, context, mid, count, grantedPointer in
-            guard let engine = ClientEngine.from(context) else { return }
-            let granted = grantedPointer.map { Array(UnsafeBufferPointer(start: $0, count: Int(count))) } ?? []
-            engine.feed { $0.subackReceived(mid: mid, granted: granted) }
-        }
-        mosquitto_unsubscribe_callback_set(pointer) { _, context, mid in
-            ClientEngine.from(context)?.feed { $0.unsubackReceived(mid: mid) }
-        }
-        mosquitto_message_callback_set(pointer) { _, context, messagePointer in
-            guard let engine = ClientEngine.from(context), let raw = messagePointer?.pointee,
-                let topicPointer = raw.topic
-            else { return }
-            let payload: [UInt8] =
-                raw.payload.map {
-                    Array(UnsafeRawBufferPointer(start: $0, count: Int(max(raw.payloadlen, 0))))
-                } ?? []
-            let message = MQTTMessage(
-                topic: String(cString: topicPointer), payload: payload,
-                qos: QoS(rawValue: UInt8(clamping: raw.qos)) ?? .atMostOnce, retain: raw.retain,
-                messageID: UInt16(clamping: raw.mid))
-            engine.deliver(message)
-        }
-    }
-
-    private static func from(_ context: UnsafeMutableRawPointer?) -> ClientEngine? {
-        guard let context else { return nil }
-        return Unmanaged<ClientEngine>.fromOpaque(context).takeUnretainedValue()
-    }
-
-    /// Broadcasts an incoming message to every live stream whose filter matches.
-    private func deliver(_ message: MQTTMessage) {
-        let targets = listeners.withLock { listeners in
-            listeners.streams.values.compactMap { entry in
-                entry.filter.map { MQTTTopic.matches(filter: $0, topic: message.topic) } ?? true
-                    ? entry.continuation : nil
-            }
-        }
-        for continuation in targets { continuation.yield(message) }
     }
 }

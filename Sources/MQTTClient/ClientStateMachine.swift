@@ -1,9 +1,10 @@
 import MQTTCore
 
-/// A filter and the QoS it was subscribed with.
+/// A filter with the QoS and (MQTT 5) options it was subscribed with; restored with both after a reconnect.
 struct TopicSubscription: Sendable, Hashable {
     var filter: String
     var qos: QoS
+    var options = MQTTSubscribeOptions()
 }
 
 /// How a waiting operation ends.
@@ -12,6 +13,8 @@ enum Completion: Sendable, Hashable {
     case done
     /// A subscription succeeded with this granted QoS.
     case granted(QoS)
+    /// A multi-filter SUBSCRIBE was answered: one result per filter, in order.
+    case subscribed([MQTTSubscribeResult])
     /// The operation failed.
     case failed(MQTTClientError)
 }
@@ -68,13 +71,15 @@ struct ClientStateMachine<Waiter: Sendable>: Sendable {
         var waiter: Waiter
     }
 
-    private struct PendingSubscribe: Sendable {
-        var subscription: TopicSubscription
+    struct PendingSubscribe: Sendable {
+        var subscriptions: [TopicSubscription]
+        /// Whether the caller asked for several filters at once (it gets ``Completion/subscribed(_:)``).
+        var multiple: Bool
         /// `nil` for subscriptions restored by the client itself.
         var waiter: Waiter?
     }
 
-    private struct PendingUnsubscribe: Sendable {
+    struct PendingUnsubscribe: Sendable {
         var filter: String
         var waiter: Waiter
     }
@@ -90,18 +95,21 @@ struct ClientStateMachine<Waiter: Sendable>: Sendable {
     private(set) var epoch = 0
     /// Why the broker refused the CONNECT now being closed (the socket close follows the CONNACK).
     private var refusal: MQTTClientError?
+    // Internal, not private: the subscription events live in ClientStateMachine+Subscriptions.swift.
     /// Confirmed subscriptions, in the order they were made (restored in this order).
-    private(set) var subscriptions: [TopicSubscription] = []
+    var subscriptions: [TopicSubscription] = []
     private var connectWaiters: [Waiter] = []
     private var disconnectWaiters: [Waiter] = []
     private var publishes: [Int32: PendingPublish] = [:]
-    private var subscribes: [Int32: PendingSubscribe] = [:]
-    private var unsubscribes: [Int32: PendingUnsubscribe] = [:]
+    var subscribes: [Int32: PendingSubscribe] = [:]
+    var unsubscribes: [Int32: PendingUnsubscribe] = [:]
     /// Acknowledgements that arrived before the caller registered the message id (the network thread can be faster
     /// than the thread that called libmosquitto).
-    private var earlyPublishAcks: Set<Int32> = []
-    private var earlySubAcks: [Int32: [Int32]] = [:]
-    private var earlyUnsubAcks: Set<Int32> = []
+    private var earlyPublishAcks: [Int32: Completion] = [:]
+    var earlySubAcks: [Int32: [Int32]] = [:]
+    var earlyUnsubAcks: Set<Int32> = []
+    /// The CONNACK of the current (or last) connection.
+    private(set) var connAck: MQTTConnAckInfo?
 
     init(reconnect: ReconnectPolicy, offlineQueueLimit: Int, seed: UInt64) {
         self.backoff = ReconnectBackoff(policy: reconnect, seed: seed)
@@ -138,9 +146,9 @@ struct ClientStateMachine<Waiter: Sendable>: Sendable {
     }
 
     /// CONNACK arrived: `code` 0 is success, anything else a refusal (the socket close follows).
-    mutating func connackReceived(code: Int32, sessionPresent: Bool, protocolVersion: MQTTClientProtocolVersion)
-        -> [Action]
-    {
+    mutating func connackReceived(
+        code: Int32, sessionPresent: Bool, protocolVersion: MQTTClientProtocolVersion, connAck: MQTTConnAckInfo? = nil
+    ) -> [Action] {
         switch phase {
         case .connecting:
             guard code == 0 else {
@@ -148,6 +156,7 @@ struct ClientStateMachine<Waiter: Sendable>: Sendable {
                 return []
             }
             phase = .connected
+            self.connAck = connAck ?? MQTTConnAckInfo(sessionPresent: sessionPresent)
             backoff.reset()
             var actions = [emit(.connected(sessionPresent: sessionPresent))]
             actions += connectWaiters.map { .resume($0, .done) }
@@ -235,9 +244,9 @@ struct ClientStateMachine<Waiter: Sendable>: Sendable {
     ) -> [Action] {
         let counted = countsOffline || queuedOffline
         if queuedOffline && !countsOffline { offlineQueued += 1 }
-        if earlyPublishAcks.remove(mid) != nil {
+        if let early = earlyPublishAcks.removeValue(forKey: mid) {
             if counted { offlineQueued -= 1 }
-            return [.resume(waiter, .done)]
+            return [.resume(waiter, early)]
         }
         // The socket closed between admission and now: a QoS 0 packet died with it; QoS 1/2 messages stay queued
         // in libmosquitto unless no reconnect will come.
@@ -256,85 +265,22 @@ struct ClientStateMachine<Waiter: Sendable>: Sendable {
         return [.resume(waiter, .failed(error))]
     }
 
-    /// `on_publish`: QoS 0 written, QoS 1 PUBACK or QoS 2 PUBCOMP received.
-    mutating func publishAcknowledged(mid: Int32) -> [Action] {
+    /// `on_publish`: QoS 0 written, QoS 1 PUBACK or QoS 2 PUBCOMP received, or (MQTT 5) a PUBACK / PUBREC with a
+    /// failure `reasonCode` (≥ 0x80), which fails the publish. 0x10 "no matching subscribers" is a success.
+    mutating func publishAcknowledged(mid: Int32, reasonCode: Int32 = 0, reasonString: String? = nil) -> [Action] {
+        let completion: Completion =
+            reasonCode >= 0x80
+            ? .failed(.failure(reasonCode: UInt8(truncatingIfNeeded: reasonCode), reasonString: reasonString))
+            : .done
         guard let pending = publishes.removeValue(forKey: mid) else {
-            earlyPublishAcks.insert(mid)
+            earlyPublishAcks[mid] = completion
             return []
         }
         if pending.countsOffline { offlineQueued -= 1 }
-        return [.resume(pending.waiter, .done)]
-    }
-
-    // MARK: Subscribe
-
-    /// Whether SUBSCRIBE / UNSUBSCRIBE may be sent now: the current epoch, or the error to throw.
-    func admitSubscription() -> Result<Int, MQTTClientError> {
-        phase == .connected ? .success(epoch) : .failure(.notConnected)
-    }
-
-    /// SUBSCRIBE went out under `mid`; `waiter` is `nil` for restored subscriptions.
-    mutating func subscribeSent(mid: Int32, subscription: TopicSubscription, epoch admittedEpoch: Int, waiter: Waiter?)
-        -> [Action]
-    {
-        let pending = PendingSubscribe(subscription: subscription, waiter: waiter)
-        if let granted = earlySubAcks.removeValue(forKey: mid) {
-            return complete(pending, granted: granted)
-        }
-        guard admittedEpoch == epoch else {
-            return waiter.map { [.resume($0, .failed(.notConnected))] } ?? []
-        }
-        subscribes[mid] = pending
-        return []
-    }
-
-    /// `on_subscribe`: SUBACK with the granted QoS list (0x80 = refused).
-    mutating func subackReceived(mid: Int32, granted: [Int32]) -> [Action] {
-        guard let pending = subscribes.removeValue(forKey: mid) else {
-            earlySubAcks[mid] = granted
-            return []
-        }
-        return complete(pending, granted: granted)
-    }
-
-    /// UNSUBSCRIBE went out under `mid`.
-    mutating func unsubscribeSent(mid: Int32, filter: String, epoch admittedEpoch: Int, waiter: Waiter) -> [Action] {
-        if earlyUnsubAcks.remove(mid) != nil {
-            subscriptions.removeAll { $0.filter == filter }
-            return [.resume(waiter, .done)]
-        }
-        guard admittedEpoch == epoch else { return [.resume(waiter, .failed(.notConnected))] }
-        unsubscribes[mid] = PendingUnsubscribe(filter: filter, waiter: waiter)
-        return []
-    }
-
-    /// `on_unsubscribe`: UNSUBACK received.
-    mutating func unsubackReceived(mid: Int32) -> [Action] {
-        guard let pending = unsubscribes.removeValue(forKey: mid) else {
-            earlyUnsubAcks.insert(mid)
-            return []
-        }
-        subscriptions.removeAll { $0.filter == pending.filter }
-        return [.resume(pending.waiter, .done)]
+        return [.resume(pending.waiter, completion)]
     }
 
     // MARK: Helpers
-
-    private mutating func complete(_ pending: PendingSubscribe, granted: [Int32]) -> [Action] {
-        let filter = pending.subscription.filter
-        guard let code = granted.first, let qos = QoS(rawValue: UInt8(truncatingIfNeeded: code)), code >= 0, code <= 2
-        else {
-            // 0x80 (or anything not a QoS): refused. A refused restore drops the subscription.
-            subscriptions.removeAll { $0.filter == filter }
-            return pending.waiter.map { [.resume($0, .failed(.subscriptionRefused(filter: filter)))] } ?? []
-        }
-        if let index = subscriptions.firstIndex(where: { $0.filter == filter }) {
-            subscriptions[index] = pending.subscription
-        } else {
-            subscriptions.append(pending.subscription)
-        }
-        return pending.waiter.map { [.resume($0, .granted(qos))] } ?? []
-    }
 
     private mutating func emit(_ newState: MQTTConnectionState) -> Action {
         state = newState
@@ -405,6 +351,7 @@ struct ClientStateMachine<Waiter: Sendable>: Sendable {
         case (.v3_1, 3), (.v3_1_1, 3), (.v5, 0x88), (.v5, 0x89): return .serverUnavailable
         case (.v3_1, 4), (.v3_1_1, 4), (.v5, 0x86): return .badUsernameOrPassword
         case (.v3_1, 5), (.v3_1_1, 5), (.v5, 0x87): return .notAuthorized
+        case (.v5, 0x80...0xFF): return .reasonCode(MQTTReasonCode(rawValue: UInt8(code)), reasonString: nil)
         default: return .protocolError("CONNACK refused with code \(code)")
         }
     }

@@ -21,7 +21,7 @@ public import MQTTCore
 /// built-in reconnect cannot be switched off). Releasing the last reference drops the connection without DISCONNECT, like a
 /// crash: the broker then publishes the will. Call ``disconnect()`` first for a clean goodbye.
 public final class MQTTClient: Sendable {
-    private let engine: ClientEngine
+    let engine: ClientEngine
 
     /// Creates a client; no network activity happens until ``connect()``.
     /// - Throws: ``MQTTClientError/invalidConfiguration(_:)`` for an empty client identifier, unusable TLS files,
@@ -56,11 +56,19 @@ public final class MQTTClient: Sendable {
     }
 
     /// Subscribes to a topic filter and returns the QoS the broker granted.
+    ///
+    /// `options` (MQTT 5: no local, retain as published, retain handling, subscription identifier) are kept with
+    /// the subscription and sent again when it is restored after a reconnect.
     /// - Throws: ``MQTTClientError/subscriptionRefused(filter:)`` when the broker answers 0x80,
-    ///   ``MQTTClientError/invalidTopic(_:)`` for a malformed filter, ``MQTTClientError/notConnected`` when offline.
+    ///   ``MQTTClientError/notAuthorized`` or ``MQTTClientError/reasonCode(_:reasonString:)`` for another MQTT 5
+    ///   failure code, ``MQTTClientError/invalidTopic(_:)`` for a malformed filter,
+    ///   ``MQTTClientError/notConnected`` when offline, ``MQTTClientError/mqtt5Required(_:)`` for non-default
+    ///   options before MQTT 5.
     @discardableResult
-    public func subscribe(_ filter: String, qos: QoS) async throws(MQTTClientError) -> QoS {
-        try await engine.subscribe(filter, qos: qos)
+    public func subscribe(
+        _ filter: String, qos: QoS, options: MQTTSubscribeOptions = MQTTSubscribeOptions()
+    ) async throws(MQTTClientError) -> QoS {
+        try await engine.subscribe(filter, qos: qos, options: options)
     }
 
     /// Unsubscribes from a topic filter; returns on UNSUBACK.
@@ -71,14 +79,20 @@ public final class MQTTClient: Sendable {
     /// Publishes a message. Returns when handed off as the QoS promises: QoS 0 once written to the socket,
     /// QoS 1 on PUBACK, QoS 2 on PUBCOMP.
     ///
+    /// At MQTT 5, `properties` travel with the message, and a PUBACK / PUBREC with a failure reason code fails the
+    /// call (0x87 as ``MQTTClientError/notAuthorized``, others as ``MQTTClientError/reasonCode(_:reasonString:)``);
+    /// 0x10 "no matching subscribers" is a success.
+    ///
     /// While disconnected (but reconnecting), QoS 1/2 messages are queued up to `offlineQueueLimit` and this call
     /// waits for their acknowledgement after the reconnect; QoS 0 messages fail with ``MQTTClientError/notConnected``.
     /// - Throws: ``MQTTClientError/offlineQueueFull`` beyond the offline limit, ``MQTTClientError/invalidTopic(_:)``
-    ///   for a malformed topic, ``MQTTClientError/notConnected`` after `disconnect()` or a final connection loss.
+    ///   for a malformed topic, ``MQTTClientError/notConnected`` after `disconnect()` or a final connection loss,
+    ///   ``MQTTClientError/mqtt5Required(_:)`` for properties before MQTT 5.
     public func publish(
-        topic: String, payload: [UInt8], qos: QoS = .atMostOnce, retain: Bool = false
+        topic: String, payload: [UInt8], qos: QoS = .atMostOnce, retain: Bool = false,
+        properties: MQTTPublishProperties = MQTTPublishProperties()
     ) async throws(MQTTClientError) {
-        try await engine.publish(topic: topic, payload: payload, qos: qos, retain: retain)
+        try await engine.publish(topic: topic, payload: payload, qos: qos, retain: retain, properties: properties)
     }
 
     /// A new independent stream of every incoming message (each live stream receives every message).

@@ -6,11 +6,12 @@ public struct MQTTClientConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     /// TCP port of the broker (1883 plain, usually 8883 with TLS).
     public var port: Int = 1883
-    /// The client identifier sent in CONNECT; must not be empty.
+    /// The client identifier sent in CONNECT. Must not be empty at MQTT 3.1/3.1.1; at MQTT 5 an empty one (with
+    /// `cleanSession`) asks the broker to assign one (``MQTTConnAckInfo/assignedClientIdentifier``).
     public var clientID: String
     /// Keep-alive interval announced in CONNECT; the client pings when idle this long.
     public var keepAlive: Duration = .seconds(60)
-    /// Whether the broker should discard any previous session for this client identifier.
+    /// Whether the broker should discard any previous session for this client identifier (MQTT 5: Clean Start).
     public var cleanSession: Bool = true
     /// User name for broker authentication, if any.
     public var username: String?
@@ -31,6 +32,17 @@ public struct MQTTClientConfiguration: Sendable {
     public var tcpNoDelay: Bool = false
     /// What to do after an established connection is lost.
     public var reconnect: ReconnectPolicy = .exponential()
+    /// MQTT 5 Session Expiry Interval in seconds, sent in CONNECT: how long the broker keeps the session after the
+    /// connection closes (`nil` sends none, which means 0: the session ends with the connection; `UInt32.max`
+    /// never expires). Combine with `cleanSession = false` to resume it.
+    public var sessionExpiryInterval: UInt32?
+    /// MQTT 5 request/response: how many ``MQTTClient/request(topic:payload:qos:properties:timeout:)`` calls may
+    /// wait for their responses at once; one more throws ``MQTTClientError/tooManyOutstandingRequests(limit:)``.
+    public var maxOutstandingRequests: Int = 64
+    /// The client's inbox topic; responses to its requests arrive under `<inbox>/reply`. `nil` uses the chat
+    /// layer's naming, `mqttchat/users/<clientID>/inbox` (with the broker-assigned identifier if `clientID` is
+    /// empty).
+    public var inboxTopic: String?
 
     /// Creates a configuration with defaults for everything but the client identifier and the broker address.
     public init(clientID: String, host: String = "127.0.0.1", port: Int = 1883) {
@@ -50,13 +62,23 @@ public struct MQTTWill: Sendable, Hashable {
     public var qos: QoS
     /// Whether the broker retains the will message.
     public var retain: Bool
+    /// MQTT 5 properties of the will message (at 3.1.1 a non-empty value is refused).
+    public var properties: MQTTPublishProperties
+    /// MQTT 5 Will Delay Interval in seconds: the broker waits this long (or until the session ends) before
+    /// publishing the will, so a quick reconnect suppresses it.
+    public var delayInterval: UInt32?
 
     /// Creates a will message.
-    public init(topic: String, payload: [UInt8], qos: QoS = .atMostOnce, retain: Bool = false) {
+    public init(
+        topic: String, payload: [UInt8], qos: QoS = .atMostOnce, retain: Bool = false,
+        properties: MQTTPublishProperties = MQTTPublishProperties(), delayInterval: UInt32? = nil
+    ) {
         self.topic = topic
         self.payload = payload
         self.qos = qos
         self.retain = retain
+        self.properties = properties
+        self.delayInterval = delayInterval
     }
 }
 
@@ -95,7 +117,8 @@ public enum MQTTClientProtocolVersion: Sendable, Hashable {
     case v3_1
     /// MQTT 3.1.1 (level 4).
     case v3_1_1
-    /// MQTT 5.0 (level 5); only the features shared with 3.1.1 are exposed.
+    /// MQTT 5.0 (level 5): adds properties, subscription options, reason codes, session expiry and
+    /// request/response.
     case v5
 }
 

@@ -19,7 +19,8 @@ final class MosquittoHandle: @unchecked Sendable {
 
     init(clientID: String, cleanSession: Bool) throws(MQTTClientError) {
         _ = mosquittoLibraryInitialised
-        guard let pointer = mosquitto_new(clientID, cleanSession, nil) else {
+        // An empty identifier (MQTT 5 only, checked by the engine) is NULL: libmosquitto then sends a zero-length one.
+        guard let pointer = mosquitto_new(clientID.isEmpty ? nil : clientID, cleanSession, nil) else {
             throw .invalidConfiguration("mosquitto_new failed for client identifier \"\(clientID)\"")
         }
         self.pointer = pointer
@@ -53,18 +54,33 @@ final class MosquittoHandle: @unchecked Sendable {
             guard mosquitto_pub_topic_check2(will.topic, will.topic.utf8.count) == MosquittoError.success else {
                 throw .invalidTopic(will.topic)
             }
-            let rc = will.payload.withUnsafeBytes { bytes in
-                mosquitto_will_set(
-                    pointer, will.topic, Int32(clamping: bytes.count), bytes.baseAddress, Int32(will.qos.rawValue),
-                    will.retain)
-            }
-            try check(rc, "will")
+            try setWill(will, v5: configuration.protocolVersion == .v5)
         }
         if let tls = configuration.tls {
             try check(mosquitto_tls_set(pointer, tls.caFile, tls.caPath, tls.certFile, tls.keyFile, nil), "TLS files")
             try check(mosquitto_tls_opts_set(pointer, 1, tls.tlsVersion, nil), "TLS options")
             try check(mosquitto_tls_insecure_set(pointer, !tls.verifyHostname), "TLS hostname verification")
         }
+    }
+
+    private func setWill(_ will: MQTTWill, v5: Bool) throws(MQTTClientError) {
+        guard v5 || (will.properties.isEmpty && will.delayInterval == nil) else {
+            throw .mqtt5Required("will properties")
+        }
+        var properties = try PropertyList(publish: will.properties)
+        if let delay = will.delayInterval { try properties.add(MQTT_PROP_WILL_DELAY_INTERVAL, int32: delay) }
+        let list = properties.release()
+        let rc = will.payload.withUnsafeBytes { bytes in
+            mosquitto_will_set_v5(
+                pointer, will.topic, Int32(clamping: bytes.count), bytes.baseAddress, Int32(will.qos.rawValue),
+                will.retain, list)
+        }
+        // On success libmosquitto owns the list; on failure it is still ours.
+        if rc != MosquittoError.success {
+            var owned = list
+            mosquitto_property_free_all(&owned)
+        }
+        try check(rc, "will")
     }
 
     private func check(_ rc: Int32, _ what: String) throws(MQTTClientError) {

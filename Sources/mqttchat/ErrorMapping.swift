@@ -39,6 +39,14 @@ extension CLIFailure {
             self.init(.unavailable, "protocol error with \(address): \(reason)")
         case .mosquitto(let code, let message):
             self.init(.unavailable, "connection to \(address) failed: \(message) (\(code))")
+        case .reasonCode(let code, let reasonString):
+            self.init(.unavailable, "\(address) answered \(code)" + (reasonString.map { ": \($0)" } ?? ""))
+        case .mqtt5Required(let feature):
+            self.init(.usage, "\(feature) needs MQTT 5")
+        case .tooManyOutstandingRequests(let limit):
+            self.init(.unavailable, "more than \(limit) requests are waiting for responses")
+        case .noResponseTopic:
+            self.init(.dataError, "the message has no response topic")
         }
     }
 
