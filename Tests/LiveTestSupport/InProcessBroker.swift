@@ -9,9 +9,9 @@ import NIOCore
 /// A broker configuration with one listener on 127.0.0.1 at port 0 (the kernel picks a free port, and
 /// ``startInProcessBroker(_:logger:eventLoopGroup:)`` reports it), then changed by `configure`.
 public func loopbackBrokerConfiguration(
-    _ configure: (inout BrokerConfiguration) -> Void = { _ in }
+    base: BrokerConfiguration = BrokerConfiguration(), _ configure: (inout BrokerConfiguration) -> Void = { _ in }
 ) -> BrokerConfiguration {
-    var configuration = BrokerConfiguration()
+    var configuration = base
     configuration.listeners = [.init(host: "127.0.0.1", port: 0)]
     configure(&configuration)
     return configuration

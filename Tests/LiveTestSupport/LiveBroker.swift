@@ -26,15 +26,24 @@ public struct BrokerOptions: Sendable {
     public var requireCertificate = false
     /// Extra lines for mosquitto's configuration file (ignored by our broker).
     public var mosquittoLines: [String] = []
+    /// Extra lines for our broker, in the same (mosquitto) syntax, read by its own configuration parser; its
+    /// listeners stay the test's loopback one.
+    public var mqttchatLines: [String] = []
 
     public init(
         users: [String: String] = [:], tls: TLSFiles? = nil, requireCertificate: Bool = false,
-        mosquittoLines: [String] = []
+        mosquittoLines: [String] = [], mqttchatLines: [String] = []
     ) {
         self.users = users
         self.tls = tls
         self.requireCertificate = requireCertificate
         self.mosquittoLines = mosquittoLines
+        self.mqttchatLines = mqttchatLines
+    }
+
+    /// The same `lines` for both brokers.
+    public init(lines: [String]) {
+        self.init(mosquittoLines: lines, mqttchatLines: lines)
     }
 }
 
@@ -181,7 +190,11 @@ public func startBroker(kind: TestBrokerKind, options: BrokerOptions = BrokerOpt
         }
         throw lastError
     case .mqttchat:
-        let configuration = loopbackBrokerConfiguration { configuration in
+        var base = BrokerConfiguration()
+        if !options.mqttchatLines.isEmpty {
+            base = try BrokerConfigParser.parse(options.mqttchatLines.joined(separator: "\n"), source: "test").configuration
+        }
+        let configuration = loopbackBrokerConfiguration(base: base) { configuration in
             configuration.listeners[0].tls = options.tls.map {
                 BrokerTLSConfiguration(
                     certificateFile: $0.serverCertificate.path, privateKeyFile: $0.serverKey.path,

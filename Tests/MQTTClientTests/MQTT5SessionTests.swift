@@ -71,7 +71,7 @@ struct MQTT5SessionTests {
 
     @Test("the CONNACK's server limits are visible to the caller", arguments: mqtt5BrokerKinds)
     func serverCapabilities(kind: TestBrokerKind) async throws {
-        let options = BrokerOptions(mosquittoLines: [
+        let options = BrokerOptions(lines: [
             "max_qos 1", "retain_available false", "max_packet_size 10000", "max_inflight_messages 7",
             "max_keepalive 10", "max_topic_alias 3",
         ])

@@ -4,7 +4,7 @@ import MQTTClient
 import MQTTCore
 
 /// The brokers the MQTT 5 live tests run against.
-let mqtt5BrokerKinds: [TestBrokerKind] = [.mosquitto]  // ours: once the broker speaks MQTT 5
+let mqtt5BrokerKinds: [TestBrokerKind] = [.mosquitto, .mqttchat]
 
 /// An MQTT 5 configuration for `broker` (short keep-alive, fast reconnect).
 func v5Configuration(_ broker: RunningBroker, clientID: String) -> MQTTClientConfiguration {
@@ -30,7 +30,7 @@ func aclOptions(_ aclLines: [String]) throws -> (BrokerOptions, URL) {
     let directory = try makeTemporaryDirectory(prefix: "mqttchat-acl")
     let file = directory.appendingPathComponent("acl")
     try (aclLines.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
-    return (BrokerOptions(mosquittoLines: ["acl_file \(file.path)"]), directory)
+    return (BrokerOptions(lines: ["acl_file \(file.path)"]), directory)
 }
 
 /// Broker options that load mosquitto's dynamic security plugin with an anonymous group that may not subscribe to
@@ -49,7 +49,16 @@ func subscribeDenyingOptions(deniedPattern: String) throws -> (BrokerOptions, UR
          "anonymousGroup": "anonymous"}
         """
     try json.write(to: file, atomically: true, encoding: .utf8)
-    return (BrokerOptions(mosquittoLines: ["plugin \(plugin)", "plugin_opt_config_file \(file.path)"]), directory)
+    // Ours reads mosquitto's acl_file and applies it to SUBSCRIBE too: write-only access to the pattern refuses
+    // subscribing to it and still lets clients publish there (the tests' other topics are under allowed/).
+    let acl = directory.appendingPathComponent("acl")
+    try "topic readwrite allowed/#\ntopic write \(deniedPattern)\n".write(to: acl, atomically: true, encoding: .utf8)
+    return (
+        BrokerOptions(
+            mosquittoLines: ["plugin \(plugin)", "plugin_opt_config_file \(file.path)"],
+            mqttchatLines: ["acl_file \(acl.path)"]),
+        directory
+    )
 }
 
 extension MQTTConnectionState {

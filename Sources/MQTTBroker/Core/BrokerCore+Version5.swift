@@ -32,7 +32,26 @@ extension BrokerCore {
 
     /// Offers `message` to `session` as `match` says (QoS, RETAIN, identifiers) and writes it if it goes out now:
     /// the per-session step of MQTT 5 routing and of shared subscriptions.
+    ///
+    /// Several matching subscriptions with identifiers get one copy each, as mosquitto sends them (MQTT 5.0 3.3.4
+    /// allows one copy with every identifier, or one per subscription): libmosquitto 2.0 refuses a PUBLISH that
+    /// carries the Subscription Identifier property twice as a duplicate property.
     func deliver(
+        _ message: BrokerMessage, match: SubscriptionMatch, to session: BrokerSession, _ context: Version5Route,
+        recorder: inout RouteRecorder?
+    ) {
+        guard match.identifiers.count > 1 else {
+            deliverCopy(message, match: match, to: session, context, recorder: &recorder)
+            return
+        }
+        for identifier in match.identifiers {
+            var single = match
+            single.identifiers = [identifier]
+            deliverCopy(message, match: single, to: session, context, recorder: &recorder)
+        }
+    }
+
+    private func deliverCopy(
         _ message: BrokerMessage, match: SubscriptionMatch, to session: BrokerSession, _ context: Version5Route,
         recorder: inout RouteRecorder?
     ) {
