@@ -92,6 +92,10 @@ public struct BrokerConfiguration: Sendable {
     /// The most topic aliases an MQTT 5 client may set on its connection (`max_topic_alias`, mosquitto's default
     /// 10; 0 allows none). Sent as the CONNACK's Topic Alias Maximum.
     public var maxTopicAlias: UInt16 = 10
+    /// How long an MQTT 3.1.1 persistent session outlives its client (`persistent_client_expiration`, in
+    /// seconds); nil keeps it until the client cleans it, as mosquitto does by default. MQTT 5 sessions carry
+    /// their own Session Expiry Interval.
+    public var persistentClientExpiration: UInt32? = nil
     /// The deepest topic filter a client may subscribe to, in levels; deeper filters get SUBACK 0x80.
     /// MQTT sets no limit, but every match walks the subscription trie level by level, so an unbounded depth
     /// would let one client make every publish (and its own disconnect) arbitrarily expensive.

@@ -186,6 +186,8 @@ public enum BrokerConfigParser {
             settings.configuration.sysInterval = seconds == 0 ? nil : .seconds(Int64(seconds))
         case "max_keepalive":
             settings.configuration.maxKeepalive = UInt16(try line.integer(line.single(), in: 0...65535))
+        case "persistent_client_expiration":
+            settings.configuration.persistentClientExpiration = try PersistentClientExpiration.seconds(line.single(), line: line)
         case "max_topic_alias":
             settings.configuration.maxTopicAlias = UInt16(try line.integer(line.single(), in: 0...65535))
         case "threads":

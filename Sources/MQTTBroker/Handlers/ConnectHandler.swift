@@ -80,7 +80,7 @@ enum ConnectHandler {
     static func decide(_ packet: ConnectPacket, connection: BrokerConnectionHandler, core: BrokerCore) -> Decision {
         core.eventLoop.assertInEventLoop()
         let sessions = core.sessions
-        let lifetime = SessionLifetime(packet)
+        let lifetime = SessionLifetime(packet, persistentClientExpiration: core.configuration.persistentClientExpiration)
         var clientID = packet.clientIdentifier
         var assignedClientID: String?
         if clientID.isEmpty {

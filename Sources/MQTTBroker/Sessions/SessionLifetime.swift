@@ -14,12 +14,14 @@ struct SessionLifetime: Sendable, Hashable {
     /// Whether the session ends when its connection does.
     var endsWithConnection: Bool { expiryInterval == 0 }
 
-    init(_ connect: ConnectPacket) {
+    /// - Parameter persistentClientExpiration: `persistent_client_expiration`, the lifetime of a 3.1.1 persistent
+    ///   session once its client is gone; nil for never.
+    init(_ connect: ConnectPacket, persistentClientExpiration: UInt32? = nil) {
         startsClean = connect.cleanSession
         if connect.protocolVersion == .v5 {
             expiryInterval = connect.properties.sessionExpiryInterval ?? 0
         } else {
-            expiryInterval = connect.cleanSession ? 0 : .max
+            expiryInterval = connect.cleanSession ? 0 : max(persistentClientExpiration ?? .max, 1)
         }
     }
 
