@@ -15,6 +15,13 @@ public struct PasswordFileAuthenticator: MQTTBrokerAuthenticator {
         self.hashes = hashes
     }
 
+    /// The SCRAM-SHA-512 credentials of `username`: only a `$7$` (PBKDF2) hash is a salted password; nil for an
+    /// unknown user or a `$6$` hash (mosquitto 1.x), which can only be checked against a plain password.
+    public func scramCredentials(for username: String) -> ScramCredentials? {
+        guard let stored = hashes[username], case .pbkdf2SHA512(let iterations) = stored.algorithm else { return nil }
+        return ScramCredentials(saltedPassword: stored.hash, salt: stored.salt, iterations: iterations)
+    }
+
     /// Whether `username` is in the file and `password` matches its hash.
     public func authenticate(username: String, password: [UInt8]?, clientIdentifier: String) -> Bool {
         guard let stored = hashes[username], let password else {
