@@ -99,6 +99,19 @@ def test_will_when_the_session_ends_before_the_delay(broker, raw5_factory):
     assert w.next_publish(timeout=5).payload == b"session over"
 
 
+def test_will_delay_with_session_ending_at_the_close(broker, raw5_factory, departure):
+    # 3.1.3.2.2: with Session Expiry Interval 0 the session ends when the connection closes, so the will is published
+    # then, whatever the Will Delay Interval (paho.mqtt.testing's client_test5 test_will_delay checks the same).
+    departure("mosquitto", "MQTT 5.0 §3.1.3.2.2: with Session Expiry 0, mosquitto 2.0.11 waits for the Will Delay "
+              "Interval although the session ended with the connection")
+    topic = unique("wd")
+    w = _watch(broker, raw5_factory, topic)
+    c = raw5_factory(broker)
+    c.connect_ok(cid("wd"), will=(topic, b"session over", 1, False), will_props={m5.WILL_DELAY_INTERVAL: 5})
+    c.close()
+    assert w.next_publish(timeout=2).payload == b"session over"
+
+
 def test_will_delay_zero_publishes_at_once(broker, raw5_factory):
     topic = unique("wd0")
     w = _watch(broker, raw5_factory, topic)
