@@ -577,3 +577,60 @@ def sub_factory():
     yield factory
     for s in made:
         s.kill()
+
+
+# --------------------------------------------------------------------------- MQTT 5 (test_mqtt5_*.py)
+
+import mqtt5_raw  # noqa: E402
+
+
+@pytest.fixture
+def raw5_factory():
+    """raw5_factory(broker) -> mqtt5_raw.Raw5Client on that broker's port, closed at teardown."""
+    made: list[mqtt5_raw.Raw5Client] = []
+
+    def factory(broker: Broker) -> mqtt5_raw.Raw5Client:
+        c = mqtt5_raw.Raw5Client(broker.port)
+        made.append(c)
+        return c
+
+    yield factory
+    for c in made:
+        c.close()
+
+
+@pytest.fixture
+def client5_factory():
+    """client5_factory(broker, client_id=None, connect_props=None, clean_start=True, connect=True) -> a paho MQTT 5
+    client (mqtt5_client.Client5), stopped at teardown."""
+    import mqtt5_client
+    made: list = []
+
+    def factory(broker: Broker, client_id: str | None = None, connect_props=None, clean_start: bool = True,
+                connect: bool = True):
+        c = mqtt5_client.Client5(broker.port, client_id, connect_props, clean_start, login=broker.login)
+        made.append(c)
+        return c.connect() if connect else c
+
+    yield factory
+    for c in made:
+        c.stop()
+
+
+@pytest.fixture
+def auth5_broker(broker_kind, tmp_path, request):
+    """auth5_broker(acl=TEXT, passwd=[(user, password)], **options) -> a running AuthBroker (options after the
+    listener line; no implicit allow_anonymous)."""
+
+    def make(index: int, acl: str | None = None, passwd: list[tuple[str, str]] | None = None, **options) -> Broker:
+        d = tmp_path / f"auth5-{index}"
+        d.mkdir()
+        if acl is not None:
+            (d / "acl").write_text(acl)
+            options["acl_file"] = d / "acl"
+        if passwd is not None:
+            make_passwd_with_mosquitto(d / "passwd", passwd)
+            options["password_file"] = d / "passwd"
+        return AuthBroker(broker_kind, d, options)
+
+    yield from managed_brokers(request, make)
