@@ -96,6 +96,9 @@ public struct BrokerConfiguration: Sendable {
     /// seconds); nil keeps it until the client cleans it, as mosquitto does by default. MQTT 5 sessions carry
     /// their own Session Expiry Interval.
     public var persistentClientExpiration: UInt32? = nil
+    /// Whether a client may connect with an empty client identifier and be given one (`allow_zero_length_clientid`,
+    /// true by default as in mosquitto); false refuses it with CONNACK 0x85 (3.1.1: 0x02).
+    public var allowZeroLengthClientID: Bool = true
     /// The deepest topic filter a client may subscribe to, in levels; deeper filters get SUBACK 0x80.
     /// MQTT sets no limit, but every match walks the subscription trie level by level, so an unbounded depth
     /// would let one client make every publish (and its own disconnect) arbitrarily expensive.

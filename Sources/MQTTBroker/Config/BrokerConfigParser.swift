@@ -188,6 +188,8 @@ public enum BrokerConfigParser {
             settings.configuration.maxKeepalive = UInt16(try line.integer(line.single(), in: 0...65535))
         case "persistent_client_expiration":
             settings.configuration.persistentClientExpiration = try PersistentClientExpiration.seconds(line.single(), line: line)
+        case "allow_zero_length_clientid":
+            settings.configuration.allowZeroLengthClientID = try line.bool(line.single())
         case "max_topic_alias":
             settings.configuration.maxTopicAlias = UInt16(try line.integer(line.single(), in: 0...65535))
         case "threads":

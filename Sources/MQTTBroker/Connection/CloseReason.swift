@@ -103,6 +103,8 @@ enum ProtocolViolation: Error, Sendable, Hashable, CustomStringConvertible {
     case sessionExpiryAfterZero
     /// No Local on a shared subscription (MQTT-3.8.3-4).
     case noLocalOnSharedSubscription
+    /// A retained PUBLISH after the CONNACK said Retain Available 0 (MQTT-3.2.2-14).
+    case retainNotSupported
 
     var description: String {
         switch self {
@@ -121,6 +123,7 @@ enum ProtocolViolation: Error, Sendable, Hashable, CustomStringConvertible {
         case .unexpectedAuth: return "AUTH without enhanced authentication"
         case .sessionExpiryAfterZero: return "DISCONNECT set a session expiry after CONNECT set none"
         case .noLocalOnSharedSubscription: return "No Local on a shared subscription"
+        case .retainNotSupported: return "retained PUBLISH while retain_available is false"
         }
     }
 
@@ -132,6 +135,7 @@ enum ProtocolViolation: Error, Sendable, Hashable, CustomStringConvertible {
         case .invalidTopicName: return .topicNameInvalid
         case .topicAliasOutOfRange: return .topicAliasInvalid
         case .receiveMaximumExceeded: return .receiveMaximumExceeded
+        case .retainNotSupported: return .retainNotSupported
         case .firstPacketNotConnect, .secondConnect, .serverOnlyPacket, .missingPacketID, .acknowledgementOutOfFlow,
             .unknownTopicAlias, .unexpectedAuth, .sessionExpiryAfterZero, .noLocalOnSharedSubscription:
             return .protocolError

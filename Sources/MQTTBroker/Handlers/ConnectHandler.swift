@@ -86,7 +86,9 @@ enum ConnectHandler {
         if clientID.isEmpty {
             // 3.1.1 needs clean session for an empty identifier (MQTT-3.1.3-8); MQTT 5 assigns one either way
             // and says which in the CONNACK (MQTT-3.2.2-16).
-            guard packet.cleanSession || packet.protocolVersion == .v5 else { return .rejected(.clientIdentifierNotValid) }
+            guard core.configuration.allowZeroLengthClientID, packet.cleanSession || packet.protocolVersion == .v5 else {
+                return .rejected(.clientIdentifierNotValid)
+            }
             clientID = sessions.assignClientID()
             assignedClientID = clientID
         }

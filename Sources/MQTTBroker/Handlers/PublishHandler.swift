@@ -12,6 +12,12 @@ enum PublishHandler {
             connection.close(.protocolViolation(.qosNotSupported(publish.qos)))
             return
         }
+        // MQTT 5 told the client retain is unavailable (CONNACK Retain Available 0): a retained PUBLISH breaks that
+        // (MQTT-3.2.2-14). 3.1.1 could not be told, so its RETAIN flag is just ignored.
+        guard !publish.retain || core.configuration.retainAvailable || connection.protocolVersion != .v5 else {
+            connection.close(.protocolViolation(.retainNotSupported))
+            return
+        }
         var message = BrokerMessage(
             topic: publish.topic,
             payload: publish.payload,
