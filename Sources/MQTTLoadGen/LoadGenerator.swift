@@ -46,8 +46,12 @@ private struct RunSession {
     let config: LoadGenConfig
     let group: MultiThreadedEventLoopGroup
     let counters: LiveCounters
-    /// Random per-run tag in topics and client identifiers.
-    let runID = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+    /// Random per-run tag in topics and client identifiers: always 8 hex digits, so that topics, and the PUBLISH
+    /// sizes on the wire that runs compare, have the same length in every run.
+    let runID: String = {
+        let digits = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        return String(repeating: "0", count: 8 - digits.count) + digits
+    }()
     var loop: any EventLoop { group.any() }
 
     private func bootstrap(_ initializer: @escaping @Sendable (any Channel) -> EventLoopFuture<Void>) -> ClientBootstrap {
