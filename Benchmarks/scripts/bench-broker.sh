@@ -5,6 +5,8 @@
 #                                                 # and each repetition's ratio
 #   Benchmarks/scripts/bench-broker.sh --quick    # 1 short repetition
 #   options: --repeat R  --no-build  --keep (keep the temp dir with broker logs and raw JSON)
+#            --protocol V (MQTT version of every run against both brokers: 311, the default, or 5; also mqttv311,
+#            mqttv5) --topic-alias (with --protocol 5: publishers send Topic Alias 1 after their first message)
 #            --latency-runs K (alternating pairs of each latency run per repetition; default 3)
 #            --unpinned (no taskset: brokers and load generator free on all cores; default: brokers on core 0,
 #            the load generator on core 1)
@@ -37,6 +39,8 @@ BUILD=1
 KEEP=0
 PIN=1
 EXTRA_CONF="${MQTTCHAT_EXTRA_CONF:-}"
+PROTOCOL=311
+TOPIC_ALIAS=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1; REPEAT=1; LATENCY_RUNS=1 ;;
@@ -45,11 +49,27 @@ while [ $# -gt 0 ]; do
     --no-build) BUILD=0 ;;
     --keep) KEEP=1 ;;
     --unpinned) PIN=0 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    --protocol) PROTOCOL="$2"; shift ;;
+    --topic-alias) TOPIC_ALIAS=1 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
   shift
 done
+
+case "$PROTOCOL" in
+  311|mqttv311|3.1.1) PROTOCOL=311 ;;
+  5|mqttv5) PROTOCOL=5 ;;
+  *) echo "bench-broker: --protocol must be 311 or 5, got '$PROTOCOL'" >&2; exit 2 ;;
+esac
+if [ "$TOPIC_ALIAS" = 1 ] && [ "$PROTOCOL" != 5 ]; then
+  echo "bench-broker: --topic-alias needs --protocol 5" >&2; exit 2
+fi
+# Passed to every `mqttchat bench` run, against both brokers.
+PROTOCOL_ARGS="--protocol $PROTOCOL"
+[ "$TOPIC_ALIAS" = 1 ] && PROTOCOL_ARGS="$PROTOCOL_ARGS --topic-alias"
+if [ "$PROTOCOL" = 5 ]; then PROTOCOL_NOTE="MQTT 5"; else PROTOCOL_NOTE="MQTT 3.1.1"; fi
+[ "$TOPIC_ALIAS" = 1 ] && PROTOCOL_NOTE="$PROTOCOL_NOTE with topic aliases"
 
 # Idle connections: the broker and the load generator each hold one descriptor per connection; raise the soft
 # limit to the hard one (20,000 on the project's machines) and stay 1,000 below it.
@@ -192,7 +212,7 @@ run_one() {  # $1 = broker name, $2 = port, $3 = pid, $4 = run name, $5 = args
   local extra="--broker-pid $3"
   local out
   # shellcheck disable=SC2086
-  if out="$(timeout "$RUN_TIMEOUT" "${LOAD_PIN[@]}" "$BIN" bench --port "$2" --inflight "$INFLIGHT" $5 $extra \
+  if out="$(timeout "$RUN_TIMEOUT" "${LOAD_PIN[@]}" "$BIN" bench --port "$2" --inflight "$INFLIGHT" $PROTOCOL_ARGS $5 $extra \
       --timeout 30 --drain 3 --json 2>"$TMP/bench-stderr.txt")"; then
     printf '%s\t%s\t%s\n' "$4" "$1" "$(echo "$out" | tail -1)" >> "$RESULTS"
     echo "  $1: $(echo "$out" | head -1)" >&2
@@ -226,6 +246,7 @@ BUSY_PIDS=()
 [ "$MOSQ_OK" = 1 ] && BUSY_PIDS+=("$MOSQ_PID")
 
 echo "bench-broker: $PINNING" >&2
+echo "bench-broker: protocol $PROTOCOL_NOTE for both brokers ($PROTOCOL_ARGS)" >&2
 echo "bench-broker: $EXTRA_CONF_NOTE" >&2
 for rep in $(seq 1 "$REPEAT"); do
   for entry in "${RUNS[@]}"; do
@@ -286,6 +307,7 @@ echo
 echo "Broker comparison: medians of $REPEAT repetition(s) (latency: $((REPEAT * LATENCY_RUNS)) alternating pairs);"
 echo "$PINNING."
 echo "$EXTRA_CONF_NOTE."
+echo "Protocol: $PROTOCOL_NOTE for both brokers (bench $PROTOCOL_ARGS)."
 echo "Limits for both: max_inflight_messages $INFLIGHT, max_queued_messages 100000 (mosquitto also set_tcp_nodelay true)."
 echo "Every run starts once both brokers have been idle for 0.4 s (at most 30 s of waiting)."
 echo "Idle: $IDLE_CONNECTIONS connections per run, each run on a freshly started broker."

@@ -9,11 +9,16 @@ final class IdleHandler: ChannelInboundHandler {
     private let counters: LiveCounters
     /// Succeeds on CONNACK.
     private let ready: EventLoopPromise<Void>
-    private var scanner = InboundFrameScanner(path: .scan)
+    private var scanner: InboundFrameScanner
     private var inbound = InboundBuffer()
     private var opening: ConnectionOpening
 
-    init(connectPacket: ByteBuffer, keepAliveSeconds: UInt16, counters: LiveCounters, ready: EventLoopPromise<Void>) {
+    /// Creates the handler of one connection that sends `connectPacket`, a CONNECT at `protocolVersion`.
+    init(
+        connectPacket: ByteBuffer, keepAliveSeconds: UInt16, protocolVersion: MQTTProtocolVersion,
+        counters: LiveCounters, ready: EventLoopPromise<Void>
+    ) {
+        self.scanner = InboundFrameScanner(path: .scan, protocolVersion: protocolVersion)
         self.opening = ConnectionOpening(connectPacket: connectPacket, keepAliveSeconds: keepAliveSeconds)
         self.counters = counters
         self.ready = ready

@@ -16,13 +16,23 @@ public enum InboundFrame: Sendable, Hashable {
 /// In ``LoadGenConfig/DecodePath/scan`` mode PUBLISH and the four acknowledgements are read in place from the
 /// fixed header and the few fields needed (no topic string, no allocation); everything else goes through
 /// ``MQTTPacketDecoder``. In ``LoadGenConfig/DecodePath/full`` mode every packet is decoded by ``MQTTPacketDecoder``.
+///
+/// In MQTT 5 the scan skips a PUBLISH's property block (its variable byte integer length and the properties) to
+/// reach the payload, and leaves acknowledgements longer than their packet identifier (a reason code, properties)
+/// to the decoder, which is set to MQTT 5 from the start: the CONNACK that answers a level-5 CONNECT already has
+/// the MQTT 5 form (or the 3.1.1 form of a broker that refuses level 5, which the decoder also reads).
 public struct InboundFrameScanner: Sendable {
-    private var decoder = MQTTPacketDecoder()
+    private var decoder: MQTTPacketDecoder
     private let path: LoadGenConfig.DecodePath
+    /// Whether the connection speaks MQTT 5.
+    private let version5: Bool
 
-    /// Creates a scanner.
-    public init(path: LoadGenConfig.DecodePath = .scan) {
+    /// Creates a scanner for a connection at `protocolVersion` (the level its CONNECT announced).
+    public init(path: LoadGenConfig.DecodePath = .scan, protocolVersion: MQTTProtocolVersion = .v3_1_1) {
         self.path = path
+        version5 = protocolVersion == .v5
+        decoder = MQTTPacketDecoder(acceptsVersion5: version5)
+        if version5 { decoder.protocolVersion = .v5 }
     }
 
     /// Reads the next whole packet from the front of `buffer`; nil (buffer unchanged) when it is incomplete.
@@ -49,7 +59,8 @@ public struct InboundFrameScanner: Sendable {
         // One access to the bytes per packet: every `ByteBuffer.getInteger` is an access of its own to the buffer's
         // storage, with a runtime exclusivity check, and a PUBLISH needs seven of them. In fan-in at QoS 2 the
         // generator's own turn is part of every round trip, so its cost per packet bounds what the run can measure.
-        switch buffer.withUnsafeReadableBytes({ Self.scanBytes($0) }) {
+        let version5 = version5
+        switch buffer.withUnsafeReadableBytes({ Self.scanBytes($0, version5: version5) }) {
         case .incomplete:
             return nil
         case .frame(let frame, let byteCount):
@@ -64,7 +75,7 @@ public struct InboundFrameScanner: Sendable {
 
     /// Reads the first packet of `bytes`: PUBLISH and the four acknowledgements in place, every field checked
     /// against the packet's end.
-    private static func scanBytes(_ bytes: UnsafeRawBufferPointer) -> ScanOutcome {
+    private static func scanBytes(_ bytes: UnsafeRawBufferPointer, version5: Bool) -> ScanOutcome {
         guard let first = bytes.first else { return .incomplete }
         let length: (value: Int, byteCount: Int)?
         do {
@@ -89,12 +100,20 @@ public struct InboundFrameScanner: Sendable {
                 payloadStart += 2
             }
             guard payloadStart <= end else { return .malformed("PUBLISH topic longer than the packet") }
+            if version5 {
+                guard let propertiesEnd = propertiesEnd(bytes, at: payloadStart, packetEnd: end) else {
+                    return .malformed("PUBLISH property block longer than the packet")
+                }
+                payloadStart = propertiesEnd
+            }
             let stamp =
                 end - payloadStart >= PayloadStamp.byteCount
                 ? PayloadStamp.read(from: UnsafeRawBufferPointer(rebasing: bytes[payloadStart..<end])) : nil
             return .frame(.publish(qos: qos, packetID: packetID, stamp: stamp), byteCount: end)
         case PacketType.puback.rawValue, PacketType.pubrec.rawValue, PacketType.pubrel.rawValue,
             PacketType.pubcomp.rawValue:
+            // MQTT 5: a reason code and properties may follow the identifier; the decoder reads and checks them.
+            if version5, remaining > 2 { return .decode }
             guard remaining == 2, let type = PacketType(rawValue: first >> 4) else {
                 return .malformed("acknowledgement with remaining length \(remaining)")
             }
@@ -102,6 +121,15 @@ public struct InboundFrameScanner: Sendable {
         default:
             return .decode
         }
+    }
+
+    /// Where an MQTT 5 property block starting at `offset` (a variable byte integer length, then the properties)
+    /// ends; nil when its length is malformed or runs past `packetEnd`.
+    private static func propertiesEnd(_ bytes: UnsafeRawBufferPointer, at offset: Int, packetEnd: Int) -> Int? {
+        let packet = UnsafeRawBufferPointer(rebasing: bytes[..<packetEnd])
+        guard let length = try? packet.mqttVariableByteInteger(at: offset) else { return nil }
+        let end = offset + length.byteCount + length.value
+        return end <= packetEnd ? end : nil
     }
 
     /// The big-endian `UInt16` at `offset`; the caller checked that both bytes are there.

@@ -8,6 +8,18 @@ final class LiveCounters: Sendable {
     let received = Atomic<Int>(0)
     /// Connections that completed CONNACK (idle mode).
     let connected = Atomic<Int>(0)
+    /// The first protocol error a connection ran into (a malformed packet, a broker's DISCONNECT): the run reports
+    /// it instead of counting what the closed connection misses as lost.
+    private let firstFailure = Mutex<LoadGenError?>(nil)
+
+    /// Keeps `error` unless an earlier one was recorded.
+    func recordFailure(_ error: any Error) {
+        let failure = error as? LoadGenError ?? .connectionFailed("\(error)")
+        firstFailure.withLock { if $0 == nil { $0 = failure } }
+    }
+
+    /// The first error recorded, if any.
+    var failure: LoadGenError? { firstFailure.withLock { $0 } }
 
     /// A consistent-enough snapshot for a progress line.
     var progress: LoadProgress {

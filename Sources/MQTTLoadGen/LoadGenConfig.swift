@@ -88,6 +88,15 @@ public struct LoadGenConfig: Sendable, Hashable {
     public var decodePath: DecodePath = .scan
     /// Prefix of every topic; a random run id is appended so concurrent runs never see each other's messages.
     public var topicPrefix: String = "bench"
+    /// The MQTT protocol level every connection speaks: ``MQTTProtocolVersion/v3_1_1`` (the default) or
+    /// ``MQTTProtocolVersion/v5`` (CONNECT at level 5, SUBSCRIBE and PUBLISH with their property blocks,
+    /// acknowledgements in the 4-byte form MQTT 5 allows for success).
+    public var protocolVersion: MQTTProtocolVersion = .v3_1_1
+    /// MQTT 5 only: each publisher sends its first PUBLISH with the topic and Topic Alias 1, and every later one with
+    /// an empty topic and alias 1 (MQTT 5.0 3.3.2.3.4), so the wire cost of a topic name is paid once per connection.
+    /// The broker's CONNACK must grant a Topic Alias Maximum of at least 1, or the run fails with
+    /// ``LoadGenError/topicAliasesUnavailable(maximum:)``.
+    public var topicAlias: Bool = false
 
     /// Creates a configuration with the scenario's default publisher and subscriber counts.
     public init(scenario: LoadScenario = .fanout, qos: QoS = .atMostOnce) {
@@ -108,6 +117,10 @@ public struct LoadGenConfig: Sendable, Hashable {
             throw .invalidConfiguration("the WebSocket path must start with / and contain no white space")
         }
         if password != nil, username == nil { throw .invalidConfiguration("a password needs a user name") }
+        guard protocolVersion == .v3_1_1 || protocolVersion == .v5 else {
+            throw .invalidConfiguration("the protocol version must be 3.1.1 or 5")
+        }
+        if topicAlias, protocolVersion != .v5 { throw .invalidConfiguration("topic aliases need MQTT 5") }
         guard threads >= 1 else { throw .invalidConfiguration("at least one thread is needed") }
         guard connectTimeout > 0, publishTimeout > 0, drainTimeout >= 0 else {
             throw .invalidConfiguration("timeouts must be positive")

@@ -39,6 +39,18 @@ public struct LoadGenResult: Sendable, Hashable, Codable {
         public var syscallsPerDelivery: Double?
     }
 
+    /// What PUBLISH packets cost on the wire in a publish/subscribe run (fixed header, topic or alias, packet
+    /// identifier, MQTT 5 properties and payload).
+    public struct PublishWireSize: Sendable, Hashable, Codable {
+        /// One PUBLISH that carries the topic name and no alias, in bytes (publisher 0's topic).
+        public var withTopic: Int
+        /// With topic aliases: every PUBLISH after a publisher's first (empty topic, Topic Alias 1), in bytes; the
+        /// first carries the topic and the alias, 3 bytes more than ``withTopic``. Nil without topic aliases.
+        public var withAlias: Int?
+        /// Bytes of every PUBLISH the publishers wrote.
+        public var sentBytes: Int
+    }
+
     /// Scenario that ran.
     public var scenario: LoadScenario
     /// QoS used.
@@ -86,11 +98,30 @@ public struct LoadGenResult: Sendable, Hashable, Codable {
     public var generatorUsage: ProcessUsage?
     /// True when publishers or the drain phase hit their time limit (missing messages are then counted as lost).
     public var timedOut: Bool
+    /// The MQTT protocol level the connections spoke: 4 (3.1.1) or 5.
+    public var protocolLevel: Int = 4
+    /// PUBLISH sizes on the wire (publish/subscribe runs).
+    public var publishWireSize: PublishWireSize?
+
+    /// The protocol as people name it: "3.1.1" or "5".
+    public var protocolName: String { protocolLevel == 5 ? "5" : "3.1.1" }
+
+    /// "bytes on the wire per PUBLISH: N (topic alias: M)" for a publish/subscribe run (the alias part with topic
+    /// aliases only), with the average over every PUBLISH sent; nil for idle runs.
+    public var wireSizeLine: String? {
+        guard let size = publishWireSize else { return nil }
+        var line = "bytes on the wire per PUBLISH: \(size.withTopic)"
+        if let alias = size.withAlias { line += " (topic alias: \(alias))" }
+        if published > 0 {
+            line += ", \(format(Double(size.sentBytes) / Double(published), 1)) on average over \(published) sent"
+        }
+        return line
+    }
 
     /// One human-readable line.
     public var tableLine: String {
         if let idle {
-            var line = "idle    conns=\(idle.connections) connect=\(format(idle.connectSeconds, 3))s "
+            var line = "idle    mqtt=\(protocolName) conns=\(idle.connections) connect=\(format(idle.connectSeconds, 3))s "
                 + "rate=\(format(idle.connectsPerSecond, 0))/s"
             if let before = idle.brokerRSSBeforeKiB, let after = idle.brokerRSSAfterKiB {
                 line += " rss=\(before)->\(after)KiB"
@@ -100,7 +131,7 @@ public struct LoadGenResult: Sendable, Hashable, Codable {
             }
             return line
         }
-        var line = "\(scenario.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0)) qos=\(qos) "
+        var line = "\(scenario.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0)) mqtt=\(protocolName) qos=\(qos) "
             + "pubs=\(publishers) subs=\(subscribers) sent=\(published) delivered=\(delivered)/\(expectedDeliveries) "
             + "lost=\(lost) dup=\(duplicates) ooo=\(outOfOrder) time=\(format(elapsedSeconds, 3))s "
             + "deliv/s=\(format(deliveredPerSecond, 0)) pub/s=\(format(publishedPerSecond, 0))"

@@ -46,8 +46,12 @@ private struct RunSession {
     let config: LoadGenConfig
     let group: MultiThreadedEventLoopGroup
     let counters: LiveCounters
-    /// Random per-run tag in topics and client identifiers.
-    let runID = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+    /// Random per-run tag in topics and client identifiers: always 8 hex digits, so that topics, and the PUBLISH
+    /// sizes on the wire that runs compare, have the same length in every run.
+    let runID: String = {
+        let digits = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        return String(repeating: "0", count: 8 - digits.count) + digits
+    }()
     var loop: any EventLoop { group.any() }
 
     private func bootstrap(_ initializer: @escaping @Sendable (any Channel) -> EventLoopFuture<Void>) -> ClientBootstrap {
@@ -179,7 +183,8 @@ private struct RunSession {
                 let plan = SubscriberPlan(
                     filter: filter(of: index), qos: config.qos, publisherCount: config.publishers,
                     recordsLatency: config.recordsLatency, clientID: "bench-\(runID)-s\(index)",
-                    keepAliveSeconds: config.keepAliveSeconds, login: config.login, decodePath: config.decodePath)
+                    keepAliveSeconds: config.keepAliveSeconds, login: config.login, decodePath: config.decodePath,
+                    protocolVersion: config.protocolVersion)
                 subscriberConnects.append(
                     connect { try SubscriberHandler(plan: plan, counters: counters, ready: ready, drained: drained) })
             }
@@ -203,7 +208,8 @@ private struct RunSession {
                     rate: perPublisherRate,
                     phaseNanos: config.phaseNanos(ofPublisher: index),
                     inflight: config.inflight, clientID: "bench-\(runID)-p\(index)",
-                    keepAliveSeconds: config.keepAliveSeconds, login: config.login, decodePath: config.decodePath)
+                    keepAliveSeconds: config.keepAliveSeconds, login: config.login, decodePath: config.decodePath,
+                    protocolVersion: config.protocolVersion, topicAlias: config.topicAlias)
                 publisherConnects.append(
                     connect { try PublisherHandler(plan: plan, counters: counters, ready: ready, done: done) })
             }
@@ -251,6 +257,8 @@ private struct RunSession {
                 subscriberSnapshots.append(try await FutureWaiting.value(of: future))
             }
             await closeAll(channels)
+            // A connection that hit a protocol error (or a broker's DISCONNECT) makes the run an error, not losses.
+            if let failure = counters.failure { throw failure }
             var result = summarize(
                 publishers: publisherSnapshots, subscribers: subscriberSnapshots, expectations: expectations,
                 timedOut: !publishersFinished || !drainedAll)
@@ -296,6 +304,11 @@ private struct RunSession {
             latencies += subscriber.latencies
         }
         let published = publishers.reduce(0) { $0 + $1.sent }
+        let wireSize = publishers.first.map { first in
+            LoadGenResult.PublishWireSize(
+                withTopic: first.withTopicSize, withAlias: first.withAliasSize,
+                sentBytes: publishers.reduce(0) { $0 + $1.publishBytes })
+        }
         return LoadGenResult(
             scenario: config.scenario, qos: Int(config.qos.rawValue), publishers: config.publishers,
             subscribers: config.subscribers, payloadSize: config.payloadSize, targetRate: config.rate,
@@ -306,7 +319,8 @@ private struct RunSession {
             publishSeconds: publishSeconds,
             deliveredPerSecond: elapsedSeconds > 0 ? Double(delivered) / elapsedSeconds : 0,
             publishedPerSecond: publishSeconds > 0 ? Double(published) / publishSeconds : 0,
-            latency: LatencySummary(nanoseconds: latencies), idle: nil, timedOut: timedOut)
+            latency: LatencySummary(nanoseconds: latencies), idle: nil, timedOut: timedOut,
+            protocolLevel: Int(config.protocolVersion.rawValue), publishWireSize: wireSize)
     }
 
     // MARK: Idle connections
@@ -315,7 +329,8 @@ private struct RunSession {
         let config = config
         let counters = counters
         let connectPacket = try WirePackets.connect(
-            clientID: "", keepAliveSeconds: config.keepAliveSeconds, login: config.login)
+            clientID: "", keepAliveSeconds: config.keepAliveSeconds, login: config.login,
+            protocolVersion: config.protocolVersion)
         let rssBefore = try config.brokerPID.map { pid throws(LoadGenError) in try BrokerMemory.residentKiB(pid: pid) }
         var channels: [any Channel] = []
         var promises: [EventLoopPromise<Void>] = []
@@ -335,7 +350,7 @@ private struct RunSession {
                         connect {
                             IdleHandler(
                                 connectPacket: connectPacket, keepAliveSeconds: config.keepAliveSeconds,
-                                counters: counters, ready: promise)
+                                protocolVersion: config.protocolVersion, counters: counters, ready: promise)
                         })
                 }
                 channels += try await awaitConnected(connects).map(\.0)
@@ -361,7 +376,8 @@ private struct RunSession {
                 scenario: .idle, qos: 0, publishers: 0, subscribers: 0, payloadSize: 0, targetRate: nil, pacing: nil,
                 published: 0, acknowledged: 0, expectedDeliveries: 0, delivered: 0, lost: 0, duplicates: 0,
                 outOfOrder: 0, elapsedSeconds: connectSeconds, publishSeconds: 0, deliveredPerSecond: 0,
-                publishedPerSecond: 0, latency: nil, idle: idle, timedOut: false)
+                publishedPerSecond: 0, latency: nil, idle: idle, timedOut: false,
+                protocolLevel: Int(config.protocolVersion.rawValue))
         } catch {
             await closeAll(channels)
             throw error

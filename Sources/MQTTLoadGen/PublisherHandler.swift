@@ -11,6 +11,12 @@ struct PublisherSnapshot: Sendable {
     var firstSendNanos: UInt64
     /// Monotonic time of the last send or acknowledgement.
     var lastActivityNanos: UInt64
+    /// Bytes of all PUBLISH packets written.
+    var publishBytes: Int
+    /// One PUBLISH with the topic name and no alias, in bytes.
+    var withTopicSize: Int
+    /// With topic aliases: every PUBLISH after the first, in bytes (nil without).
+    var withAliasSize: Int?
 }
 
 /// How a publisher paces and bounds its sending.
@@ -34,6 +40,10 @@ struct PublisherPlan: Sendable {
     var keepAliveSeconds: UInt16
     var login: WirePackets.Login
     var decodePath: LoadGenConfig.DecodePath
+    /// The protocol level of the connection.
+    var protocolVersion: MQTTProtocolVersion = .v3_1_1
+    /// MQTT 5: the first PUBLISH sets Topic Alias 1, every later one carries only the alias.
+    var topicAlias: Bool = false
 }
 
 /// One publishing connection: CONNECT, then (after ``start()``) batched, pre-encoded PUBLISH packets, with a
@@ -50,7 +60,7 @@ final class PublisherHandler: ChannelInboundHandler {
     private static let packetIDCount = 65_535
 
     private let plan: PublisherPlan
-    private let template: PublishTemplate
+    private let templates: PublishTemplates
     private let counters: LiveCounters
     /// Succeeds on CONNACK.
     private let ready: EventLoopPromise<Void>
@@ -70,6 +80,9 @@ final class PublisherHandler: ChannelInboundHandler {
     private var sent = 0
     private var acknowledged = 0
     private var inflight = 0
+    /// The window: ``PublisherPlan/inflight``, lowered to an MQTT 5 broker's Receive Maximum.
+    private var window: Int
+    private var publishBytes = 0
     private var inflightIDs: [Bool]
     private var nextPacketID: UInt16 = 1
     private var startNanos: UInt64 = 0
@@ -80,16 +93,19 @@ final class PublisherHandler: ChannelInboundHandler {
         plan: PublisherPlan, counters: LiveCounters, ready: EventLoopPromise<Void>, done: EventLoopPromise<Void>
     ) throws(LoadGenError) {
         self.plan = plan
-        self.template = try PublishTemplate(
-            topic: plan.topic, qos: plan.qos, payloadSize: plan.payloadSize, publisherIndex: plan.publisherIndex)
+        self.templates = try PublishTemplates(
+            topic: plan.topic, qos: plan.qos, payloadSize: plan.payloadSize, publisherIndex: plan.publisherIndex,
+            protocolVersion: plan.protocolVersion, topicAlias: plan.topicAlias)
         self.opening = ConnectionOpening(
             connectPacket: try WirePackets.connect(
-                clientID: plan.clientID, keepAliveSeconds: plan.keepAliveSeconds, login: plan.login),
+                clientID: plan.clientID, keepAliveSeconds: plan.keepAliveSeconds, login: plan.login,
+                protocolVersion: plan.protocolVersion),
             keepAliveSeconds: plan.keepAliveSeconds)
+        self.window = plan.inflight
         self.counters = counters
         self.ready = ready
         self.done = done
-        self.scanner = InboundFrameScanner(path: plan.decodePath)
+        self.scanner = InboundFrameScanner(path: plan.decodePath, protocolVersion: plan.protocolVersion)
         self.inflightIDs = plan.qos == .atMostOnce ? [] : Array(repeating: false, count: Self.packetIDCount + 1)
     }
 
@@ -126,10 +142,11 @@ final class PublisherHandler: ChannelInboundHandler {
             try inbound.forEachFrame(&scanner) { (frame) throws(LoadGenError) in
                 switch frame {
                 case .control(.connack(let connack)):
-                    guard connack.returnCode == .accepted else {
-                        throw .connectionRefused(returnCode: connack.returnCode.rawValue)
-                    }
+                    try acceptConnAck(connack)
                     ready.succeed(())
+                case .control(.disconnect(let disconnect)):
+                    throw .disconnectedByBroker(
+                        reasonCode: disconnect.reasonCode.rawValue, reason: disconnect.properties.reasonString)
                 case .acknowledgement(.pubrec, let packetID):
                     WirePackets.appendAcknowledgement(
                         .pubrel, packetID: packetID, to: &acknowledgements, allocator: context.channel.allocator)
@@ -140,6 +157,7 @@ final class PublisherHandler: ChannelInboundHandler {
                 }
             }
         } catch {
+            counters.recordFailure(error)
             ready.fail(error)
             context.close(promise: nil)
             return
@@ -155,6 +173,21 @@ final class PublisherHandler: ChannelInboundHandler {
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         if context.channel.isWritable { sendMore() }
         context.fireChannelWritabilityChanged()
+    }
+
+    /// Checks CONNACK: refused connections and, with topic aliases, a broker that grants none are errors; an MQTT 5
+    /// broker's Receive Maximum lowers the window (sending more would be a protocol error, MQTT-3.3.4-7).
+    private func acceptConnAck(_ connack: ConnAckPacket) throws(LoadGenError) {
+        guard connack.returnCode == .accepted else {
+            throw .connectionRefused(
+                returnCode: plan.protocolVersion == .v5 ? connack.reasonCode.rawValue : connack.returnCode.rawValue)
+        }
+        guard plan.protocolVersion == .v5 else { return }
+        if let receiveMaximum = connack.properties.receiveMaximum { window = min(window, Int(receiveMaximum)) }
+        if plan.topicAlias {
+            let maximum = connack.properties.topicAliasMaximum ?? 0
+            guard maximum >= PublishTemplates.alias else { throw .topicAliasesUnavailable(maximum: Int(maximum)) }
+        }
     }
 
     /// Begins sending; `deadline` (if any) ends the sending phase.
@@ -181,7 +214,8 @@ final class PublisherHandler: ChannelInboundHandler {
     func snapshot() -> PublisherSnapshot {
         PublisherSnapshot(
             sent: sent, acknowledged: plan.qos == .atMostOnce ? sent : acknowledged,
-            firstSendNanos: firstSendNanos, lastActivityNanos: lastActivityNanos)
+            firstSendNanos: firstSendNanos, lastActivityNanos: lastActivityNanos, publishBytes: publishBytes,
+            withTopicSize: templates.withTopicSize, withAliasSize: templates.first == nil ? nil : templates.steady.size)
     }
 
     private var sendingFinished: Bool {
@@ -199,7 +233,7 @@ final class PublisherHandler: ChannelInboundHandler {
         if sendingFinished { return 0 }
         var allowed = Self.batchSize
         if let limit = plan.messageLimit { allowed = min(allowed, limit - sent) }
-        if plan.qos != .atMostOnce { allowed = min(allowed, plan.inflight - inflight) }
+        if plan.qos != .atMostOnce { allowed = min(allowed, window - inflight) }
         if let rate = plan.rate {
             allowed = min(allowed, Self.messagesDue(at: now, since: startNanos &+ plan.phaseNanos, rate: rate) - sent)
         }
@@ -222,7 +256,7 @@ final class PublisherHandler: ChannelInboundHandler {
     /// acknowledgement then resumes sending) or a timer is already armed.
     private func armPacer(now: UInt64) {
         guard let rate = plan.rate, pacer == nil, !sendingFinished, let context else { return }
-        guard plan.qos == .atMostOnce || inflight < plan.inflight else { return }
+        guard plan.qos == .atMostOnce || inflight < window else { return }
         let due = Self.nextDueNanos(after: sent, since: startNanos &+ plan.phaseNanos, rate: rate)
         let deadline = max(due, now &+ Self.minimumPacerSpacingNanos)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -242,13 +276,16 @@ final class PublisherHandler: ChannelInboundHandler {
             return
         }
         if firstSendNanos == 0 { firstSendNanos = now }
-        var buffer = context.channel.allocator.buffer(capacity: count * template.size)
+        var buffer = context.channel.allocator.buffer(capacity: count * templates.maximumSize)
+        let batchStart = buffer.writerIndex
         for _ in 0..<count {
             var packetID: UInt16 = 0
             if plan.qos != .atMostOnce { packetID = claimPacketID() }
-            template.write(into: &buffer, packetID: packetID, sequence: UInt32(truncatingIfNeeded: sent), sendTimeNanos: now)
+            templates.template(forMessage: sent).write(
+                into: &buffer, packetID: packetID, sequence: UInt32(truncatingIfNeeded: sent), sendTimeNanos: now)
             sent += 1
         }
+        publishBytes += buffer.writerIndex - batchStart
         lastActivityNanos = now
         counters.sent.add(count, ordering: .relaxed)
         context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)

@@ -21,6 +21,8 @@ struct SubscriberPlan: Sendable {
     var keepAliveSeconds: UInt16
     var login: WirePackets.Login
     var decodePath: LoadGenConfig.DecodePath
+    /// The protocol level of the connection.
+    var protocolVersion: MQTTProtocolVersion = .v3_1_1
 }
 
 /// One subscribing connection: CONNECT, SUBSCRIBE, then counts every PUBLISH by publisher and sequence number,
@@ -51,13 +53,15 @@ final class SubscriberHandler: ChannelInboundHandler {
         self.plan = plan
         self.opening = ConnectionOpening(
             connectPacket: try WirePackets.connect(
-                clientID: plan.clientID, keepAliveSeconds: plan.keepAliveSeconds, login: plan.login),
+                clientID: plan.clientID, keepAliveSeconds: plan.keepAliveSeconds, login: plan.login,
+                protocolVersion: plan.protocolVersion),
             keepAliveSeconds: plan.keepAliveSeconds)
-        self.subscribePacket = try WirePackets.subscribe(filter: plan.filter, qos: plan.qos)
+        self.subscribePacket = try WirePackets.subscribe(
+            filter: plan.filter, qos: plan.qos, protocolVersion: plan.protocolVersion)
         self.counters = counters
         self.ready = ready
         self.drained = drained
-        self.scanner = InboundFrameScanner(path: plan.decodePath)
+        self.scanner = InboundFrameScanner(path: plan.decodePath, protocolVersion: plan.protocolVersion)
         self.accounting = DeliveryAccounting(publisherCount: plan.publisherCount)
     }
 
@@ -108,9 +112,14 @@ final class SubscriberHandler: ChannelInboundHandler {
                         .pubcomp, packetID: packetID, to: &acknowledgements, allocator: allocator)
                 case .control(.connack(let connack)):
                     guard connack.returnCode == .accepted else {
-                        throw .connectionRefused(returnCode: connack.returnCode.rawValue)
+                        throw .connectionRefused(
+                            returnCode: plan.protocolVersion == .v5
+                                ? connack.reasonCode.rawValue : connack.returnCode.rawValue)
                     }
                     context.writeAndFlush(wrapOutboundOut(subscribePacket), promise: nil)
+                case .control(.disconnect(let disconnect)):
+                    throw .disconnectedByBroker(
+                        reasonCode: disconnect.reasonCode.rawValue, reason: disconnect.properties.reasonString)
                 case .control(.suback(let suback)):
                     guard suback.returnCodes.allSatisfy({ $0 != .failure }) else {
                         throw .subscribeRejected(topicFilter: plan.filter)
@@ -121,6 +130,7 @@ final class SubscriberHandler: ChannelInboundHandler {
                 }
             }
         } catch {
+            counters.recordFailure(error)
             ready.fail(error)
             context.close(promise: nil)
             return
