@@ -164,6 +164,7 @@ final class BrokerConnectionHandler {
 
     /// Bytes read from the socket (from the pipeline or a relay).
     func received(_ bytes: ByteBuffer) {
+        guard stateMachine.isOpen else { return }  // a lingering close reads on, and drops what arrives
         var bytes = bytes
         core.statistics.bytesReceived += UInt64(bytes.readableBytes)
         if cumulation == nil {
@@ -384,8 +385,10 @@ final class BrokerConnectionHandler {
         let wasConnected = stateMachine.isConnected || reason == .keepaliveExpired
         guard stateMachine.close() || alreadyClosedInStateMachine else { return }
         // An MQTT 5 client is told why the server closes (MQTT 5.0 4.13.2): one DISCONNECT with the reason code.
+        var linger: TimeAmount?
         if wasConnected, protocolVersion == .v5, let code = reason.disconnectReasonCode {
             write(.disconnect(DisconnectPacket(reasonCode: code)))
+            linger = Self.disconnectLinger
         }
         timerDeadline = nil
         slowConsumerTimer?.cancel()
@@ -402,9 +405,17 @@ final class BrokerConnectionHandler {
         if let transport {
             output.handOver(to: transport)
             flushTransport()
-            transport.close()
+            if let linger {
+                transport.close(lingering: linger)
+            } else {
+                transport.close()
+            }
         }
     }
+
+    /// How long a connection closed with an MQTT 5 DISCONNECT keeps reading (and dropping) what the client still
+    /// sends, so that its reset does not destroy the DISCONNECT before the client reads it.
+    static let disconnectLinger = TimeAmount.seconds(1)
 
     private func log(_ reason: CloseReason) {
         let metadata: Logger.Metadata = ["reason": "\(reason)"]

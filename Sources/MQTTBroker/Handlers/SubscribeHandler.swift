@@ -88,8 +88,10 @@ enum SubscribeHandler {
         if SharedFilter.isShared(filter), SharedFilter(filter) == nil {
             return (.topicFilterInvalid, "a shared subscription needs $share/NAME/FILTER")
         }
-        // The whole filter must be readable (ClientAccessPolicy.maySubscribe).
-        guard session.accessPolicy.maySubscribe(to: filter) else { return (.notAuthorized, "acl denies read") }
+        // The whole filter must be readable (ClientAccessPolicy.maySubscribe); for a shared subscription, the filter
+        // its group shares, as mosquitto checks it ("$share/..." itself is no topic anyone is granted).
+        let checked = SharedFilter(filter)?.filter ?? filter
+        guard session.accessPolicy.maySubscribe(to: checked) else { return (.notAuthorized, "acl denies read") }
         return nil
     }
 }

@@ -26,6 +26,12 @@ protocol ConnectionTransport: AnyObject {
     /// Closes the socket after what was flushed.
     func close()
 
+    /// Closes the socket's sending side after what was flushed, and the socket itself once the client closes its
+    /// side or `linger` has passed, reading and dropping what arrives meanwhile. For a connection ended with an MQTT 5
+    /// DISCONNECT: closing at once, with the client's packets still arriving, resets the connection, and the reset
+    /// can destroy the DISCONNECT (and its reason code) before the client reads it.
+    func close(lingering linger: TimeAmount)
+
     /// Stops (or restarts) reading from the socket on behalf of the core (publisher back-pressure).
     func setReadingPausedByCore(_ paused: Bool)
 
@@ -36,6 +42,11 @@ protocol ConnectionTransport: AnyObject {
 extension ConnectionTransport {
     func write(_ buffer: ByteBuffer) {
         write(buffer, ownBuffer: false)
+    }
+
+    /// A transport that cannot half-close closes at once.
+    func close(lingering linger: TimeAmount) {
+        close()
     }
 }
 

@@ -38,6 +38,8 @@ final class EpollSocketTransport: EpollEventHandler, ConnectionTransport {
 
     @exclusivity(unchecked) private var handler: BrokerConnectionHandler?
     @exclusivity(unchecked) private(set) var isClosed = false
+    /// Half-closed after an MQTT 5 DISCONNECT: what arrives is read and dropped until the close.
+    @exclusivity(unchecked) private var isLingering = false
 
     // Reading
     @exclusivity(unchecked) private var sizing = MQTTBrokerServer.receiveBufferSizing
@@ -96,6 +98,10 @@ final class EpollSocketTransport: EpollEventHandler, ConnectionTransport {
     // MARK: Reading
 
     func descriptorReadable(_ descriptor: CInt) {
+        if isLingering {
+            dropLingeringInput()
+            return
+        }
         guard let handler, !isClosed else { return }
         guard !isReadingPaused else {
             checkPausedSocket(handler)
@@ -329,8 +335,35 @@ final class EpollSocketTransport: EpollEventHandler, ConnectionTransport {
     /// Writes what was queued and not flushed (as a channel's close did), then closes the socket. The connection
     /// hears of it on the next loop turn (``BrokerConnectionHandler/relayRemoved()``), as NIO removed a closed
     /// channel's handlers.
+    func close(lingering linger: TimeAmount) {
+        guard !isClosed else { return }
+        if let handler, held != nil { flush(reportingWritten: 0, to: handler) }
+        // Half-close only when everything has reached the kernel; otherwise the FIN would overtake the backlog.
+        guard backlog.isEmpty, shutdown(descriptor, CInt(SHUT_WR)) == 0 else {
+            close()
+            return
+        }
+        isLingering = true
+        isReadingPaused = false
+        updateInterest()
+        loop.assumeIsolated().scheduleTask(in: linger) { [self] in close() }
+    }
+
+    /// Reads and drops what a half-closed socket receives; closes it at the client's end of file or an error.
+    private func dropLingeringInput() {
+        var scratch = [UInt8](repeating: 0, count: 4_096)
+        while !isClosed {
+            let result = read(descriptor, &scratch, scratch.count)
+            if result > 0 { continue }
+            if result < 0, errno == EINTR { continue }
+            if result < 0, errno == EAGAIN || errno == EWOULDBLOCK { return }
+            close()
+        }
+    }
+
     func close() {
         guard !isClosed else { return }
+        isLingering = false
         if let handler, held != nil { flush(reportingWritten: 0, to: handler) }
         isClosed = true
         loop.deregister(descriptor)

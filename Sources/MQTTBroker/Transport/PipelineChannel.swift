@@ -84,6 +84,26 @@ final class PipelineChannel: ConnectionTransport {
         context.close(promise: nil)
     }
 
+    func close(lingering linger: TimeAmount) {
+        if let last = held {
+            held = nil
+            context.write(NIOAny(last), promise: nil)
+        }
+        context.flush()
+        let context = self.context
+        let halfClosed = context.eventLoop.makePromise(of: Void.self)
+        context.close(mode: .output, promise: halfClosed)
+        // Read on (the connection drops what arrives) until the client closes, or the linger ends.
+        halfClosed.futureResult.assumeIsolated().whenComplete { result in
+            guard case .success = result else {
+                context.close(promise: nil)
+                return
+            }
+            context.read()
+            context.eventLoop.assumeIsolated().scheduleTask(in: linger) { context.close(promise: nil) }
+        }
+    }
+
     func setReadingPausedByCore(_ paused: Bool) {
         try? context.channel.syncOptions?.setOption(.autoRead, value: !paused)
         if !paused {

@@ -82,6 +82,20 @@ final class RelayedChannel: ConnectionTransport {
         }
     }
 
+    func close(lingering linger: TimeAmount) {
+        let channel = self.channel
+        channel.eventLoop.execute {
+            channel.close(mode: .output).whenComplete { result in
+                guard case .success = result else {
+                    channel.close(promise: nil)
+                    return
+                }
+                channel.read()
+                channel.eventLoop.scheduleTask(in: linger) { channel.close(promise: nil) }
+            }
+        }
+    }
+
     func setReadingPausedByCore(_ paused: Bool) {
         guard let relay else { return }
         relay.eventLoop.execute {
