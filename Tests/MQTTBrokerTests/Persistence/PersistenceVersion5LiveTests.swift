@@ -45,10 +45,14 @@ private func formatVersion(of path: String) throws -> UInt16? {
 
 @Suite("Persistence of MQTT 5 state against live brokers", .serialized)
 struct PersistenceVersion5LiveTests {
-    @Test("a v5 session keeps its expiry, No Local and identifier, and its queued message its properties, across a restart")
+    @Test("a v5 session keeps its expiry, No Local and identifier, and its queued message its properties, across a restart and a crash")
     func version5SessionSurvivesRestart() async throws {
         let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let crashed = directory + "-crash"
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: crashed)
+        }
         let published = MQTTProperties([
             .userProperty(key: "colour", value: "blue"), .contentType("text/plain"), .messageExpiryInterval(120),
         ])
@@ -66,8 +70,17 @@ struct PersistenceVersion5LiveTests {
             let (publisher, _) = try await connectV5(address, "v5-pub", cleanStart: true, expiry: nil)
             try await publisher.publishQoS1("v5/t", "queued", id: 1, properties: published)
             await publisher.close()
+            // What is on disk now, as a kill -9 leaves it: the log, not the snapshot of a graceful stop.
+            try FileManager.default.copyItem(atPath: directory, toPath: crashed)
         }
 
+        // After a graceful stop (from the snapshot) and after a crash (replaying the log).
+        for restarted in [directory, crashed] {
+            try await Self.checkRestoredSession(in: restarted)
+        }
+    }
+
+    private static func checkRestoredSession(in directory: String) async throws {
         try await withBroker(directory) { server, address in
             let restored = try await server.withCore { core in
                 core.session(forClientID: "v5-sub").map { ($0.expiryInterval, $0.protocolVersion, $0.subscriptionOptions, $0.expiryTask != nil) }
