@@ -126,6 +126,7 @@ enum ConnectHandler {
         core.attach(session, to: connection)
         if !wasPersistent, !session.cleanSession { core.storage.sessionCreated(session) }
         if wasPersistent, session.cleanSession { core.storage.sessionRemoved(session) }
+        if wasPersistent, !session.cleanSession { core.storage.sessionLifetimeChanged(session) }  // persistence hook
         return .accepted(session: session, sessionPresent: sessionPresent, assignedClientID: assignedClientID)
     }
 

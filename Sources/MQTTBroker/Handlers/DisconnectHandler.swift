@@ -15,6 +15,7 @@ enum DisconnectHandler {
                 session.cleanSession = true  // ends with this connection, and persistence forgets it
                 connection.core.storage.sessionRemoved(session)
             }
+            connection.core.storage.sessionLifetimeChanged(session)  // a persistent session's new interval survives a restart
         }
         let asksForWill = disconnect.reasonCode == .disconnectWithWillMessage
         connection.close(asksForWill ? .clientDisconnectedWithWill : .clientDisconnected)

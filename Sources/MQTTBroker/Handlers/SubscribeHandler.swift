@@ -54,6 +54,7 @@ enum SubscribeHandler {
                 noLocal: version5 && request.noLocal, retainAsPublished: version5 && request.retainAsPublished,
                 identifier: identifier)
             session.subscriptionOptions[UTF8Key(request.topicFilter)] = options.isDefault ? nil : options
+            core.storage.subscriptionOptionsChanged(session, filter: request.topicFilter, options: options)  // persistence hook
             let sendsRetained: Bool
             // A shared subscription gets no retained messages when it is made (MQTT 5.0 4.8.2).
             switch SharedFilter.isShared(request.topicFilter) ? .doNotSend : version5 ? request.retainHandling : .sendOnSubscribe {

@@ -12,8 +12,12 @@ protocol BrokerPersistence: AnyObject {
     func sessionCreated(_ session: BrokerSession)
     /// A persistent session was discarded.
     func sessionRemoved(_ session: BrokerSession)
+    /// A client resumed its persistent session, or DISCONNECT changed its Session Expiry Interval.
+    func sessionLifetimeChanged(_ session: BrokerSession)
     /// SUBSCRIBE added or replaced a subscription.
     func subscribed(_ session: BrokerSession, to filter: String, qos: QoS)
+    /// SUBSCRIBE set the MQTT 5 options of a filter it just subscribed (after ``subscribed(_:to:qos:)``).
+    func subscriptionOptionsChanged(_ session: BrokerSession, filter: String, options: SubscriptionOptions)
     /// UNSUBSCRIBE removed a subscription.
     func unsubscribed(_ session: BrokerSession, from filter: String)
     /// The retained store changed.
@@ -47,7 +51,9 @@ protocol BrokerPersistence: AnyObject {
 final class NoPersistence: BrokerPersistence {
     func sessionCreated(_ session: BrokerSession) {}
     func sessionRemoved(_ session: BrokerSession) {}
+    func sessionLifetimeChanged(_ session: BrokerSession) {}
     func subscribed(_ session: BrokerSession, to filter: String, qos: QoS) {}
+    func subscriptionOptionsChanged(_ session: BrokerSession, filter: String, options: SubscriptionOptions) {}
     func unsubscribed(_ session: BrokerSession, from filter: String) {}
     func retainedChanged(_ message: BrokerMessage) {}
 

@@ -36,7 +36,7 @@ public enum PersistenceError: Error, Sendable, Hashable, CustomStringConvertible
         case .badMagic(let path):
             return "\(path): not an mqttchat persistence file (bad magic bytes at offset 0)"
         case .unsupportedVersion(let path, let found, let supported):
-            return "\(path): format version \(found) is not supported (this broker reads version \(supported))"
+            return "\(path): format version \(found) is not supported (this broker reads versions 1 to \(supported))"
         case .wrongFileKind(let path, let expected):
             return "\(path): expected a \(expected) file"
         case .damagedHeader(let path, let reason):

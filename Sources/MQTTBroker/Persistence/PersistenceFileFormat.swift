@@ -11,8 +11,12 @@ import NIOCore
 /// no end marker (it is cut wherever the broker stopped).
 enum PersistenceFileFormat {
     static let magic: [UInt8] = Array("MQCHPERS".utf8)
-    /// The format version written; files with another version are refused.
-    static let version: UInt16 = 1
+    /// The format version written. Version 2 adds the MQTT 5 state (session lifetimes, subscription options, message
+    /// properties and expiry) as new record types and flag bits; version-1 files are still read (and rewritten as
+    /// version 2 by the compaction at start). Files of any other version are refused.
+    static let version: UInt16 = 2
+    /// The versions read.
+    static let readableVersions: ClosedRange<UInt16> = 1...2
     static let headerSize = 24
     static let recordPrefixSize = 8
     /// No record is larger (an MQTT payload is at most 256 MB); a bigger length prefix is damage.
@@ -26,8 +30,8 @@ enum PersistenceFileFormat {
         var name: String { self == .snapshot ? "snapshot" : "log" }
     }
 
-    /// The header of a new file.
-    static func header(kind: FileKind, generation: UInt64) -> ByteBuffer {
+    /// The header of a new file (`version` other than the current one only for tests that write old files).
+    static func header(kind: FileKind, generation: UInt64, version: UInt16 = version) -> ByteBuffer {
         var buffer = ByteBuffer()
         buffer.writeBytes(magic)
         buffer.writeInteger(version)
@@ -55,6 +59,8 @@ enum PersistenceFileFormat {
 
     /// What reading a file produced: every record up to the first damage, and the damage, if any.
     struct ReadResult: Sendable {
+        /// The format version of the file.
+        var version: UInt16
         var generation: UInt64
         var records: [PersistentRecord]
         var damage: PersistenceDamage?
@@ -82,7 +88,7 @@ enum PersistenceFileFormat {
         var header = headerBytes
         header.moveReaderIndex(forwardBy: magic.count)
         let version = header.readInteger(as: UInt16.self) ?? 0
-        guard version == Self.version else {
+        guard readableVersions.contains(version) else {
             throw .unsupportedVersion(path: path, found: version, supported: Self.version)
         }
         let kindByte = header.readInteger(as: UInt8.self) ?? 0
@@ -101,7 +107,7 @@ enum PersistenceFileFormat {
             let recordNumber = records.count + 1
             func damage(_ reason: PersistenceDamage.Reason, tornTail: Bool) -> ReadResult {
                 ReadResult(
-                    generation: generation, records: records,
+                    version: version, generation: generation, records: records,
                     damage: PersistenceDamage(offset: offset, recordNumber: recordNumber, reason: reason, discardedBytes: fileSize - offset),
                     damageIsTornTail: tornTail || onlyZeros(buffer), validLength: offset)
             }
@@ -127,14 +133,14 @@ enum PersistenceFileFormat {
                 return damage(.checksumMismatch(stored: storedCRC, computed: computedCRC), tornTail: endsFile)
             }
             do {
-                records.append(try PersistentRecord.decode(body: &body))
+                records.append(try PersistentRecord.decode(body: &body, version: version))
             } catch {
                 return damage(.undecodable(error.description), tornTail: false)
             }
             buffer.moveReaderIndex(forwardBy: total)
             offset += total
         }
-        return ReadResult(generation: generation, records: records, damage: nil, damageIsTornTail: false, validLength: offset)
+        return ReadResult(version: version, generation: generation, records: records, damage: nil, damageIsTornTail: false, validLength: offset)
     }
 
     private static func onlyZeros(_ buffer: ByteBuffer) -> Bool {

@@ -22,6 +22,9 @@ struct PersistenceRecovery {
         var logRecords = 0
         /// Bytes of a torn log tail that were dropped.
         var tornTailBytes = 0
+        /// The oldest format version among the files read (the current one when there were none). The compaction
+        /// that follows recovery rewrites older files in the current version.
+        var formatVersion = PersistenceFileFormat.version
         /// How long reading and replaying took.
         var duration: Duration = .zero
     }
@@ -36,6 +39,7 @@ struct PersistenceRecovery {
         var result = Result(state: state, generation: 0)
         if let snapshot = try readSnapshot() {
             result.generation = snapshot.generation
+            result.formatVersion = min(result.formatVersion, snapshot.version)
             result.snapshotRecords = snapshot.records.count
             for record in snapshot.records { state.apply(record) }
         }
@@ -44,6 +48,11 @@ struct PersistenceRecovery {
             for record in log { state.apply(record) }
         }
         state.pruneMessages()
+        if result.formatVersion < PersistenceFileFormat.version {
+            logger.notice(
+                "persistence: files of an older format version are read and rewritten in the current one",
+                metadata: ["from": "\(result.formatVersion)", "to": "\(PersistenceFileFormat.version)"])
+        }
         if state.inconsistencies > 0 {
             logger.warning(
                 "persistence: records referring to unknown sessions, messages or packet ids were skipped",
@@ -98,6 +107,7 @@ struct PersistenceRecovery {
             logger.error("persistence: unreadable log moved aside, its records are lost", metadata: ["error": "\(error)", "movedTo": "\(aside)"])
             return nil
         }
+        result.formatVersion = min(result.formatVersion, read.version)
         if read.generation < snapshotGeneration {
             // A crash between writing a new snapshot and starting its log: the snapshot already holds this log.
             logger.notice("persistence: log predates the snapshot and is ignored", metadata: ["log": "\(read.generation)", "snapshot": "\(snapshotGeneration)"])

@@ -26,6 +26,7 @@ extension PersistenceStore: BrokerPersistence {
                         "logRecords": "\(result.logRecords)", "sessions": "\(result.state.sessions.count)",
                         "deliveries": "\(result.state.deliveryCount)", "retained": "\(result.state.retained.count)",
                         "routedOnRecovery": "\(result.state.pendingRoutes.count)", "skippedDeliveries": "\(restored.skipped)",
+                        "expiredMessages": "\(restored.expired)", "formatVersion": "\(result.formatVersion)",
                         "tornTailBytes": "\(result.tornTailBytes)", "milliseconds": "\(result.duration.milliseconds)",
                     ])
                 return store.finishRecovery(highestStoreID: result.state.highestStoreID, persistentSessions: restored.sessions)

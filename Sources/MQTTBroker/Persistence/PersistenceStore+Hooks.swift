@@ -11,6 +11,15 @@ extension PersistenceStore {
     func sessionCreated(_ session: BrokerSession) {
         persistentSessionCount += 1
         append(.sessionCreated(clientID: session.clientID))
+        append(.sessionLifetime(clientID: session.clientID, protocolVersion: session.protocolVersion, expiryInterval: session.expiryInterval))
+    }
+
+    /// A client resumed its persistent session, or DISCONNECT changed its Session Expiry Interval: the session's
+    /// protocol level and interval as they are now. Nothing waits for it (a crash before it is durable restores the
+    /// previous lifetime).
+    func sessionLifetimeChanged(_ session: BrokerSession) {
+        guard !session.cleanSession else { return }
+        append(.sessionLifetime(clientID: session.clientID, protocolVersion: session.protocolVersion, expiryInterval: session.expiryInterval))
     }
 
     /// A persistent session was discarded (a clean-session CONNECT took its client id).
@@ -25,6 +34,13 @@ extension PersistenceStore {
         append(.subscribed(clientID: session.clientID, filter: filter, qos: qos))
     }
 
+    /// SUBSCRIBE set a filter's MQTT 5 options, after ``subscribed(_:to:qos:)`` (which resets them to the
+    /// defaults): recorded when they are not the defaults. SUBACK waits for it with the subscription.
+    func subscriptionOptionsChanged(_ session: BrokerSession, filter: String, options: SubscriptionOptions) {
+        guard !session.cleanSession, !options.isDefault else { return }
+        append(.subscriptionOptions(clientID: session.clientID, filter: filter, options: options))
+    }
+
     /// UNSUBSCRIBE removed a subscription.
     func unsubscribed(_ session: BrokerSession, from filter: String) {
         guard !session.cleanSession else { return }
@@ -34,7 +50,11 @@ extension PersistenceStore {
     /// The retained store changed. `$SYS` topics are rebuilt by the broker and never stored.
     func retainedChanged(_ message: BrokerMessage) {
         guard !MQTTTopic.isSystemTopic(message.topic) else { return }
-        append(.retained(topic: message.topic, qos: message.qos, payload: message.payload))
+        append(
+            .retained(
+                topic: message.topic, qos: message.qos, payload: message.payload,
+                properties: message.properties.withoutSubscriptionIdentifiers,
+                expiresAt: message.expiresAt.map { clock.wallTime(of: $0) }))
     }
 
     // MARK: Inbound
@@ -60,9 +80,7 @@ extension PersistenceStore {
         var pending: StoredMessage?
         if logMessage {
             message.storeID = makeStoreID()
-            let stored = StoredMessage(
-                id: message.storeID, topic: message.topic, qos: message.qos, retain: message.retain, payload: message.payload,
-                mustRoute: true, origin: origin)
+            let stored = StoredMessage(message, mustRoute: true, origin: origin, clock: clock)
             append(.message(stored))
             pending = stored
         } else if let origin {
@@ -194,11 +212,7 @@ struct RouteRecorder {
     func finish() {
         guard !targets.isEmpty || alreadyLogged else { return }
         if !alreadyLogged {
-            store.append(
-                .message(
-                    StoredMessage(
-                        id: message.storeID, topic: message.topic, qos: message.qos, retain: message.retain, payload: message.payload,
-                        mustRoute: false, origin: nil)))
+            store.append(.message(StoredMessage(message, mustRoute: false, origin: nil, clock: store.clock)))
         }
         store.append(.routed(storeID: message.storeID, targets: targets))
         for (session, connection, delivery) in deferred {

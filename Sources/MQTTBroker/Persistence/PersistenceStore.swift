@@ -150,6 +150,9 @@ final class PersistenceStore {
         waiters.append(Waiter(batch: last.batch, pendingMessage: nil, action: action))
     }
 
+    /// The core's clock and the wall clock now, to store message expiry as wall-clock time.
+    var clock: PersistenceClock { .now(uptime: core?.now ?? eventLoop.now) }
+
     /// Whether actions are waiting (then even unlogged publishes queue behind them, to keep their order).
     var hasWaiters: Bool { !waiters.isEmpty }
 

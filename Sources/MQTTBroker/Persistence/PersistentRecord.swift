@@ -25,15 +25,42 @@ struct StoredMessage: Sendable, Hashable {
     /// the message and "this id was received" become durable together.
     var origin: Origin?
 
+    /// The MQTT 5 properties forwarded with the message (``BrokerMessage/properties``, less Subscription
+    /// Identifiers, which belong to each delivery); empty for MQTT 3.1.1 messages. Format version 2.
+    var properties: MQTTProperties = .none
+    /// When the message expires, in wall-clock time (``BrokerMessage/expiresAt`` converted with
+    /// ``PersistenceClock``); nil when it never does. Format version 2.
+    var expiresAt: WallClockTime? = nil
+
     /// Who published a QoS 2 message and with which packet id.
     struct Origin: Sendable, Hashable {
         var clientID: String
         var packetID: UInt16
     }
+}
 
-    /// The message as the broker routes it.
-    var brokerMessage: BrokerMessage {
-        BrokerMessage(topic: topic, payload: payload, qos: qos, retain: retain, storeID: id)
+extension StoredMessage {
+    /// `message` as stored, its expiry converted to wall-clock time with `clock`.
+    init(_ message: BrokerMessage, mustRoute: Bool, origin: Origin?, clock: PersistenceClock) {
+        self.init(
+            id: message.storeID, topic: message.topic, qos: message.qos, retain: message.retain, payload: message.payload,
+            mustRoute: mustRoute, origin: origin, properties: message.properties.withoutSubscriptionIdentifiers,
+            expiresAt: message.expiresAt.map { clock.wallTime(of: $0) })
+    }
+
+    /// The message as the broker routes it, its expiry converted back with `clock`.
+    func brokerMessage(_ clock: PersistenceClock) -> BrokerMessage {
+        BrokerMessage(
+            topic: topic, payload: payload, qos: qos, retain: retain, storeID: id, properties: properties,
+            expiresAt: expiresAt.map { clock.deadline(of: $0) })
+    }
+}
+
+extension MQTTProperties {
+    /// The list without Subscription Identifiers (they are added per delivery, not stored with the message).
+    var withoutSubscriptionIdentifiers: MQTTProperties {
+        guard entries.contains(where: { $0.identifier == .subscriptionIdentifier }) else { return self }
+        return MQTTProperties(entries.filter { $0.identifier != .subscriptionIdentifier })
     }
 }
 
@@ -53,6 +80,13 @@ enum PersistentRecord: Sendable, Hashable {
     case sessionRemoved(clientID: String)
     /// A persistent session subscribed (or re-subscribed) to a filter.
     case subscribed(clientID: String, filter: String, qos: QoS)
+    /// Format version 2: the MQTT 5 options of a subscription (``SubscriptionOptions``), following its
+    /// ``subscribed(clientID:filter:qos:)`` when they are not the defaults (a `subscribed` record resets them).
+    case subscriptionOptions(clientID: String, filter: String, options: SubscriptionOptions)
+    /// Format version 2: a persistent session's protocol level and Session Expiry Interval (after its
+    /// ``sessionCreated(clientID:)``, when a client resumes it, and when DISCONNECT changes the interval). A session
+    /// without one (version 1) is an MQTT 3.1.1 session.
+    case sessionLifetime(clientID: String, protocolVersion: MQTTProtocolVersion, expiryInterval: UInt32)
     /// A persistent session unsubscribed.
     case unsubscribed(clientID: String, filter: String)
     /// An application message (see ``StoredMessage``).
@@ -71,8 +105,9 @@ enum PersistentRecord: Sendable, Hashable {
     case inboundReceived(clientID: String, packetID: UInt16)
     /// PUBREL released an inbound QoS 2 packet id (logged before PUBCOMP is written).
     case inboundReleased(clientID: String, packetID: UInt16)
-    /// The retained message of a topic; an empty payload deletes it.
-    case retained(topic: String, qos: QoS, payload: ByteBuffer)
+    /// The retained message of a topic; an empty payload deletes it. `properties` and `expiresAt` (format version 2)
+    /// as in ``StoredMessage``.
+    case retained(topic: String, qos: QoS, payload: ByteBuffer, properties: MQTTProperties = .none, expiresAt: WallClockTime? = nil)
     /// Snapshot only: one delivery a session holds, in the session's order.
     case delivery(clientID: String, storeID: UInt64, qos: QoS, retain: Bool, packetID: UInt16, state: StoredDeliveryState)
     /// Snapshot only: the last record, with the number of records before it.
@@ -82,7 +117,22 @@ enum PersistentRecord: Sendable, Hashable {
     enum Kind: UInt8 {
         case sessionCreated = 1, sessionRemoved, subscribed, unsubscribed, message, routed, outboundSent,
             outboundReleased, outboundCompleted, outboundAcked, inboundReceived, inboundReleased, retained, delivery,
-            snapshotEnd
+            snapshotEnd,
+            // Format version 2.
+            subscriptionOptions, sessionLifetime
+
+        /// The first record type a version-1 file cannot hold.
+        static let firstVersion2: Kind = .subscriptionOptions
+    }
+
+    /// Flag bits of version 2 in a `message` record's flags byte and a `retained` record's QoS byte: the MQTT 5
+    /// fields that follow the payload, in this order.
+    enum Version2Flags {
+        /// An expiry follows: wall-clock milliseconds since 1970, Int64.
+        static let expiry: UInt8 = 0x20
+        /// A property block follows: an MQTT property length (variable byte integer) and the properties as in a
+        /// PUBLISH.
+        static let properties: UInt8 = 0x40
     }
 }
 
@@ -114,6 +164,8 @@ extension PersistentRecord {
             if message.retain { flags |= 0x04 }
             if message.mustRoute { flags |= 0x08 }
             if message.origin != nil { flags |= 0x10 }
+            let properties = message.properties.storedBlock
+            flags |= Self.version2Flags(expiresAt: message.expiresAt, properties: properties)
             buffer.writeInteger(flags)
             if let origin = message.origin {
                 buffer.writeShortString(origin.clientID)
@@ -121,6 +173,7 @@ extension PersistentRecord {
             }
             buffer.writeShortString(message.topic)
             buffer.writeLongBytes(message.payload)
+            buffer.writeVersion2Fields(expiresAt: message.expiresAt, properties: properties)
         case .routed(let storeID, let targets):
             buffer.writeInteger(Kind.routed.rawValue)
             buffer.writeInteger(storeID)
@@ -154,11 +207,29 @@ extension PersistentRecord {
             buffer.writeInteger(Kind.inboundReleased.rawValue)
             buffer.writeShortString(clientID)
             buffer.writeInteger(packetID)
-        case .retained(let topic, let qos, let payload):
+        case .retained(let topic, let qos, let payload, let properties, let expiresAt):
             buffer.writeInteger(Kind.retained.rawValue)
             buffer.writeShortString(topic)
-            buffer.writeInteger(qos.rawValue)
+            let block = properties.storedBlock
+            buffer.writeInteger(qos.rawValue | Self.version2Flags(expiresAt: expiresAt, properties: block))
             buffer.writeLongBytes(payload)
+            buffer.writeVersion2Fields(expiresAt: expiresAt, properties: block)
+        case .subscriptionOptions(let clientID, let filter, let options):
+            buffer.writeInteger(Kind.subscriptionOptions.rawValue)
+            buffer.writeShortString(clientID)
+            buffer.writeShortString(filter)
+            var flags: UInt8 = 0
+            if options.noLocal { flags |= 0x01 }
+            if options.retainAsPublished { flags |= 0x02 }
+            let identifier = options.identifier.flatMap { UInt32(exactly: $0) }
+            if identifier != nil { flags |= 0x04 }
+            buffer.writeInteger(flags)
+            if let identifier { buffer.writeInteger(identifier) }
+        case .sessionLifetime(let clientID, let protocolVersion, let expiryInterval):
+            buffer.writeInteger(Kind.sessionLifetime.rawValue)
+            buffer.writeShortString(clientID)
+            buffer.writeInteger(protocolVersion.rawValue)
+            buffer.writeInteger(expiryInterval)
         case .delivery(let clientID, let storeID, let qos, let retain, let packetID, let state):
             buffer.writeInteger(Kind.delivery.rawValue)
             buffer.writeShortString(clientID)
@@ -171,108 +242,26 @@ extension PersistentRecord {
             buffer.writeInteger(count)
         }
     }
-}
 
-// MARK: Decoding
-
-/// Why a record body with a valid checksum could not be decoded.
-enum RecordDecodingError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The type byte names no known record.
-    case unknownType(UInt8)
-    /// The body ends before a field.
-    case shortBody(field: String)
-    /// A field holds a value it can never hold (bad QoS, bad state, invalid UTF-8).
-    case invalidField(String)
-    /// Bytes remain after the last field.
-    case trailingBytes(Int)
-
-    var description: String {
-        switch self {
-        case .unknownType(let type): return "unknown record type \(type)"
-        case .shortBody(let field): return "body ends before field '\(field)'"
-        case .invalidField(let field): return "invalid value in field '\(field)'"
-        case .trailingBytes(let count): return "\(count) unexpected bytes after the last field"
-        }
+    /// The version-2 flag bits for a message's expiry and encoded properties.
+    private static func version2Flags(expiresAt: WallClockTime?, properties: ByteBuffer?) -> UInt8 {
+        (expiresAt == nil ? 0 : Version2Flags.expiry) | (properties == nil ? 0 : Version2Flags.properties)
     }
 }
 
-extension PersistentRecord {
-    /// Decodes one record body (the bytes covered by the checksum). Consumes all of `body`.
-    static func decode(body: inout ByteBuffer) throws(RecordDecodingError) -> PersistentRecord {
-        let typeByte: UInt8 = try body.readField("type")
-        guard let kind = Kind(rawValue: typeByte) else { throw .unknownType(typeByte) }
-        let record: PersistentRecord
-        switch kind {
-        case .sessionCreated:
-            record = .sessionCreated(clientID: try body.readShortString("clientID"))
-        case .sessionRemoved:
-            record = .sessionRemoved(clientID: try body.readShortString("clientID"))
-        case .subscribed:
-            record = .subscribed(
-                clientID: try body.readShortString("clientID"), filter: try body.readShortString("filter"),
-                qos: try body.readQoS("qos"))
-        case .unsubscribed:
-            record = .unsubscribed(clientID: try body.readShortString("clientID"), filter: try body.readShortString("filter"))
-        case .message:
-            let id: UInt64 = try body.readField("id")
-            let flags: UInt8 = try body.readField("flags")
-            guard flags & 0xE0 == 0, let qos = QoS(rawValue: flags & 0x03) else { throw .invalidField("flags") }
-            var origin: StoredMessage.Origin?
-            if flags & 0x10 != 0 {
-                origin = StoredMessage.Origin(clientID: try body.readShortString("origin"), packetID: try body.readField("originPacketID"))
-            }
-            let topic = try body.readShortString("topic")
-            let payload = try body.readLongBytes("payload")
-            record = .message(
-                StoredMessage(
-                    id: id, topic: topic, qos: qos, retain: flags & 0x04 != 0, payload: payload,
-                    mustRoute: flags & 0x08 != 0, origin: origin))
-        case .routed:
-            let storeID: UInt64 = try body.readField("storeID")
-            let count: UInt32 = try body.readField("targetCount")
-            // Each target takes at least 3 bytes: bound the count by the body before reserving anything.
-            guard Int(count) <= body.readableBytes / 3 else { throw .invalidField("targetCount") }
-            var targets: [RoutedTarget] = []
-            targets.reserveCapacity(Int(count))
-            for _ in 0..<count {
-                let clientID = try body.readShortString("target")
-                let flags: UInt8 = try body.readField("targetFlags")
-                guard flags & 0xF8 == 0, let qos = QoS(rawValue: flags & 0x03) else { throw .invalidField("targetFlags") }
-                targets.append(RoutedTarget(clientID: clientID, qos: qos, retain: flags & 0x04 != 0))
-            }
-            record = .routed(storeID: storeID, targets: targets)
-        case .outboundSent:
-            record = .outboundSent(
-                clientID: try body.readShortString("clientID"), packetID: try body.readField("packetID"),
-                storeID: try body.readField("storeID"))
-        case .outboundReleased:
-            record = .outboundReleased(clientID: try body.readShortString("clientID"), packetID: try body.readField("packetID"))
-        case .outboundCompleted:
-            record = .outboundCompleted(clientID: try body.readShortString("clientID"), packetID: try body.readField("packetID"))
-        case .outboundAcked:
-            record = .outboundAcked(clientID: try body.readShortString("clientID"), storeID: try body.readField("storeID"))
-        case .inboundReceived:
-            record = .inboundReceived(clientID: try body.readShortString("clientID"), packetID: try body.readField("packetID"))
-        case .inboundReleased:
-            record = .inboundReleased(clientID: try body.readShortString("clientID"), packetID: try body.readField("packetID"))
-        case .retained:
-            record = .retained(
-                topic: try body.readShortString("topic"), qos: try body.readQoS("qos"),
-                payload: try body.readLongBytes("payload"))
-        case .delivery:
-            let clientID = try body.readShortString("clientID")
-            let storeID: UInt64 = try body.readField("storeID")
-            let flags: UInt8 = try body.readField("flags")
-            guard flags & 0xF8 == 0, let qos = QoS(rawValue: flags & 0x03) else { throw .invalidField("flags") }
-            let packetID: UInt16 = try body.readField("packetID")
-            let stateByte: UInt8 = try body.readField("state")
-            guard let state = StoredDeliveryState(rawValue: stateByte) else { throw .invalidField("state") }
-            record = .delivery(clientID: clientID, storeID: storeID, qos: qos, retain: flags & 0x04 != 0, packetID: packetID, state: state)
-        case .snapshotEnd:
-            record = .snapshotEnd(recordCount: try body.readField("recordCount"))
+extension MQTTProperties {
+    /// The list as a stored property block; nil when it is empty, or (never for properties the broker decoded from a
+    /// PUBLISH) not valid in a PUBLISH, which is then stored without properties rather than in a file it could not
+    /// read back.
+    var storedBlock: ByteBuffer? {
+        guard !entries.isEmpty else { return nil }
+        var block = ByteBuffer()
+        do {
+            try encode(into: &block, context: .publish)
+        } catch {
+            return nil
         }
-        guard body.readableBytes == 0 else { throw .trailingBytes(body.readableBytes) }
-        return record
+        return block
     }
 }
 
@@ -292,29 +281,9 @@ extension ByteBuffer {
         writeBuffer(&copy)
     }
 
-    fileprivate mutating func readField<T: FixedWidthInteger>(_ name: String) throws(RecordDecodingError) -> T {
-        guard let value = readInteger(as: T.self) else { throw .shortBody(field: name) }
-        return value
-    }
-
-    fileprivate mutating func readQoS(_ name: String) throws(RecordDecodingError) -> QoS {
-        let raw: UInt8 = try readField(name)
-        guard let qos = QoS(rawValue: raw) else { throw .invalidField(name) }
-        return qos
-    }
-
-    fileprivate mutating func readShortString(_ name: String) throws(RecordDecodingError) -> String {
-        let length: UInt16 = try readField(name)
-        guard let bytes = readSlice(length: Int(length)) else { throw .shortBody(field: name) }
-        guard let string = bytes.getString(at: bytes.readerIndex, length: bytes.readableBytes),
-            string.utf8.elementsEqual(bytes.readableBytesView)
-        else { throw .invalidField(name) }
-        return string
-    }
-
-    fileprivate mutating func readLongBytes(_ name: String) throws(RecordDecodingError) -> ByteBuffer {
-        let length: UInt32 = try readField(name)
-        guard let bytes = readSlice(length: Int(length)) else { throw .shortBody(field: name) }
-        return bytes
+    /// The MQTT 5 fields after a message's payload (their flag bits say which are present).
+    fileprivate mutating func writeVersion2Fields(expiresAt: WallClockTime?, properties: ByteBuffer?) {
+        if let expiresAt { writeInteger(expiresAt.milliseconds) }
+        if var properties { writeBuffer(&properties) }
     }
 }

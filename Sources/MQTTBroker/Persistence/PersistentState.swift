@@ -21,6 +21,11 @@ struct PersistentState: Sendable {
     /// costs a hash lookup per record, not a scan of the session's queue.
     struct Session: Sendable, Hashable {
         var subscriptions: [UTF8Key<String>: QoS] = [:]
+        /// MQTT 5 options of the filters subscribed with other than the defaults (format version 2).
+        var subscriptionOptions: [UTF8Key<String>: SubscriptionOptions] = [:]
+        /// The protocol level and Session Expiry Interval of the session's last ``PersistentRecord/sessionLifetime(clientID:protocolVersion:expiryInterval:)``;
+        /// nil for a session stored by format version 1 (an MQTT 3.1.1 session).
+        var lifetime: (protocolVersion: MQTTProtocolVersion, expiryInterval: UInt32)?
         var inboundQoS2: Set<UInt16> = []
         /// Message id -> (arrival order, delivery).
         private(set) var deliveryByID: [UInt64: (order: UInt64, delivery: Delivery)] = [:]
@@ -29,11 +34,17 @@ struct PersistentState: Sendable {
         private var nextOrder: UInt64 = 0
 
         static func == (lhs: Session, rhs: Session) -> Bool {
-            lhs.subscriptions == rhs.subscriptions && lhs.inboundQoS2 == rhs.inboundQoS2 && lhs.deliveries == rhs.deliveries
+            lhs.subscriptions == rhs.subscriptions && lhs.subscriptionOptions == rhs.subscriptionOptions
+                && lhs.lifetime?.protocolVersion == rhs.lifetime?.protocolVersion
+                && lhs.lifetime?.expiryInterval == rhs.lifetime?.expiryInterval
+                && lhs.inboundQoS2 == rhs.inboundQoS2 && lhs.deliveries == rhs.deliveries
         }
 
         func hash(into hasher: inout Hasher) {
             hasher.combine(subscriptions)
+            hasher.combine(subscriptionOptions)
+            hasher.combine(lifetime?.protocolVersion)
+            hasher.combine(lifetime?.expiryInterval)
             hasher.combine(inboundQoS2)
             hasher.combine(deliveries)
         }
@@ -77,6 +88,8 @@ struct PersistentState: Sendable {
     struct Retained: Sendable, Hashable {
         var qos: QoS
         var payload: ByteBuffer
+        var properties: MQTTProperties = .none
+        var expiresAt: WallClockTime? = nil
     }
 
     /// By client identifier, compared byte for byte (see ``UTF8Key``).
@@ -101,9 +114,23 @@ struct PersistentState: Sendable {
         case .sessionRemoved(let clientID):
             if sessions.removeValue(forKey: UTF8Key(clientID)) == nil { inconsistencies += 1 }
         case .subscribed(let clientID, let filter, let qos):
-            updateSession(clientID) { $0.subscriptions[UTF8Key(filter)] = qos }
+            updateSession(clientID) {
+                $0.subscriptions[UTF8Key(filter)] = qos
+                $0.subscriptionOptions[UTF8Key(filter)] = nil  // an options record follows when they are not the defaults
+            }
         case .unsubscribed(let clientID, let filter):
-            updateSession(clientID) { $0.subscriptions[UTF8Key(filter)] = nil }
+            updateSession(clientID) {
+                $0.subscriptions[UTF8Key(filter)] = nil
+                $0.subscriptionOptions[UTF8Key(filter)] = nil
+            }
+        case .subscriptionOptions(let clientID, let filter, let options):
+            updateSession(clientID) { $0.subscriptionOptions[UTF8Key(filter)] = options.isDefault ? nil : options }
+        case .sessionLifetime(let clientID, let protocolVersion, let expiryInterval):
+            updateSession(clientID) {
+                $0.lifetime = (protocolVersion, expiryInterval)
+                // As when the client connects (SessionLifetime.apply): a 3.1.1 client's session has no options.
+                if protocolVersion != .v5 { $0.subscriptionOptions = [:] }
+            }
         case .message(let message):
             messages[message.id] = message
             highestStoreID = max(highestStoreID, message.id)
@@ -145,8 +172,10 @@ struct PersistentState: Sendable {
             updateSession(clientID) { $0.inboundQoS2.insert(packetID) }
         case .inboundReleased(let clientID, let packetID):
             updateSession(clientID) { $0.inboundQoS2.remove(packetID) }
-        case .retained(let topic, let qos, let payload):
-            retained[UTF8Key(topic)] = payload.readableBytes == 0 ? nil : Retained(qos: qos, payload: payload)
+        case .retained(let topic, let qos, let payload, let properties, let expiresAt):
+            retained[UTF8Key(topic)] =
+                payload.readableBytes == 0
+                ? nil : Retained(qos: qos, payload: payload, properties: properties, expiresAt: expiresAt)
         case .delivery(let clientID, let storeID, let qos, let retain, let packetID, let state):
             highestStoreID = max(highestStoreID, storeID)
             updateSession(clientID) {

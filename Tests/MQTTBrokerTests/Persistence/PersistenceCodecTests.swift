@@ -126,7 +126,7 @@ struct PersistenceCodecTests {
 
         var version = Self.file([])
         version.setInteger(UInt16(9), at: 8)
-        #expect(throws: PersistenceError.unsupportedVersion(path: "f", found: 9, supported: 1)) {
+        #expect(throws: PersistenceError.unsupportedVersion(path: "f", found: 9, supported: PersistenceFileFormat.version)) {
             try PersistenceFileFormat.read(version, path: "f", kind: .log)
         }
         #expect(throws: PersistenceError.wrongFileKind(path: "f", expected: "snapshot")) {
