@@ -197,6 +197,38 @@ def test_cli_v5_no_local_drops_own_will(broker, cli_factory, departure, no_local
         assert (r.returncode, r.stdout) == (0, "my own will\n"), (r.returncode, r.stdout, r.stderr)
 
 
+# --------------------------------------------------------------------------- will properties, retain as published
+
+def test_cli_v5_will_properties_reach_mosquitto_sub(broker, cli_factory, receivers):  # noqa: F811
+    """-D will …: the will carries its properties; mosquitto_sub and mqttchat subscribe print them alike."""
+    need("mosquitto_sub")
+    topic = unique("v5will")
+    ours, theirs = both5(broker, topic, 1, "-F", "%P|%C|%F|%p")
+    receivers += [ours, theirs]
+    p = cli_factory(["subscribe", "-p", str(broker.port), "-d", "-t", unique("idle"), "--will-topic", topic,
+                     "--will-payload", "gone", "--will-qos", "1", "-D", "will", "content-type", "text/plain",
+                     "-D", "will", "user-property", "why", "killed", "-D", "will", "payload-format-indicator", "1"])
+    p.wait_for_err(r"^Subscribed to ")
+    p.proc.kill()
+    p.proc.wait(5)
+    expected = theirs.output()
+    assert expected == b"why:killed|text/plain|1|gone\n", expected
+    assert ours.output() == expected
+
+
+def test_cli_v5_retain_as_published_like_mosquitto_sub(broker, receivers):  # noqa: F811
+    """--retain-as-published: a live message published with retain keeps retain 1 (without it, 0)."""
+    need("mosquitto_sub")
+    topic = unique("v5rap")
+    ours, theirs = both5(broker, topic, 1, "-F", "%r %p", "--retain-as-published")
+    receivers += [ours, theirs]
+    plain_ours, plain_theirs = both5(broker, topic, 1, "-F", "%r %p")
+    receivers += [plain_ours, plain_theirs]
+    assert mosquitto_pub5(broker, "-q", "1", "-r", "-t", topic, "-m", "kept").returncode == 0
+    assert ours.output() == theirs.output() == b"1 kept\n"
+    assert plain_ours.output() == plain_theirs.output() == b"0 kept\n"
+
+
 # --------------------------------------------------------------------------- usage errors
 
 MOSQUITTO_WORDS = [
