@@ -1,5 +1,6 @@
 import MQTTChat
 import MQTTClient
+import MQTTCore
 
 extension CLIFailure {
     /// The failure for an MQTT client error while talking to the broker at `address`.
@@ -26,7 +27,7 @@ extension CLIFailure {
         case .tlsHandshakeFailed(let reason):
             self.init(.unavailable, "TLS handshake with \(address) failed: \(reason)")
         case .unacceptableProtocolVersion:
-            self.init(.unavailable, "\(address) does not speak MQTT 3.1.1")
+            self.init(.unavailable, "\(address) does not speak the requested MQTT version (-V)")
         case .serverUnavailable:
             self.init(.unavailable, "\(address) is unavailable")
         case .notConnected:
@@ -48,6 +49,37 @@ extension CLIFailure {
         case .noResponseTopic:
             self.init(.dataError, "the message has no response topic")
         }
+    }
+
+    /// The failure for a publish or subscription the broker answered with a failure reason code (MQTT 5 PUBACK,
+    /// PUBREC or SUBACK; a 3.1.1 SUBACK 0x80): `what` ("Publish to 't'", "Subscription to 'f'") and the reason in
+    /// words with its code, e.g. `Publish to 't' refused: Not authorized (0x87)`. 0x87 exits 77; a refused topic,
+    /// payload or packet size 65; any other reason 69. Errors that are no refusal map as `init(_:address:)` does.
+    init(refused what: String, _ error: MQTTClientError, address: String) {
+        let code: MQTTReasonCode
+        var reasonString: String?
+        switch error {
+        case .notAuthorized: code = .notAuthorized
+        case .subscriptionRefused: code = MQTTReasonCode(rawValue: 0x80)
+        case .reasonCode(let reason, let text): (code, reasonString) = (reason, text)
+        default:
+            self.init(error, address: address)
+            return
+        }
+        let exit: CLIExitCode =
+            switch code.rawValue {
+            case 0x87: .noPermission
+            case 0x8F, 0x90, 0x95, 0x99: .dataError
+            default: .unavailable
+            }
+        self.init(exit, "\(what) refused: \(Self.words(code))" + (reasonString.map { ": \($0)" } ?? ""))
+    }
+
+    /// `Not authorized (0x87)`: the reason code's name, then its value (just the value when it has no name).
+    static func words(_ code: MQTTReasonCode) -> String {
+        let text = code.description  // "0x87 Not authorized"
+        guard let space = text.firstIndex(of: " ") else { return text }
+        return "\(text[text.index(after: space)...]) (\(text[..<space]))"
     }
 
     /// The failure for a chat client error.

@@ -3,7 +3,7 @@ import MQTTClient
 import MQTTCore
 
 /// The mosquitto_pub / mosquitto_sub flags beyond the connection basics, shared by `publish` and `subscribe`:
-/// the will, persistent sessions, `--nodelay`, TLS and the protocol version. Spelled and checked as mosquitto's
+/// the will, persistent sessions (`-c`, `-x`), `--nodelay`, TLS, the protocol version (`-V`) and MQTT 5 properties (`-D`). Spelled and checked as mosquitto's
 /// tools do, so their users need not read our help. Not part of `chat`, whose will carries its presence.
 struct MosquittoFlags: ParsableArguments {
     @Option(name: .customLong("will-topic"), help: "Topic of the will the broker publishes if this client vanishes.")
@@ -46,24 +46,22 @@ struct MosquittoFlags: ParsableArguments {
 
     @Option(
         name: [.customShort("V"), .customLong("protocol-version")],
-        help: "mqttv311 (or 311, the default), mqttv31 (or 31); mqttv5 is not supported by this build yet.")
+        help: "mqttv5 (or 5), mqttv311 (or 311, the default unless -D is given), mqttv31 (or 31).")
     var protocolVersion: String?
 
-    @Option(name: [.customShort("x")], help: "MQTT 5 session expiry interval: not supported by this build yet.")
+    @Option(
+        name: [.customShort("x")], parsing: .unconditional,
+        help: "MQTT 5 session expiry interval: 0-4294967294 seconds, or -1 / 4294967295 / ∞ for never (default: -1 with -c, else 0).")
     var sessionExpiry: String?
 
     @Option(
         name: [.customShort("D"), .customLong("property")], parsing: .upToNextOption,
-        help: "MQTT 5 property (COMMAND IDENTIFIER VALUE): not supported by this build yet.")
+        help: "MQTT 5 property: COMMAND IDENTIFIER VALUE (user-property: COMMAND user-property NAME VALUE); implies -V mqttv5.")
     var properties: [String] = []
 
-    /// The message for every MQTT 5-only request, so scripts can match one line.
-    static let mqtt5Unsupported = "MQTT 5 is not supported by this build yet"
-
     func validate() throws {
-        if !properties.isEmpty { throw ValidationError("-D: \(Self.mqtt5Unsupported) (MQTT 5 properties)") }
-        if sessionExpiry != nil { throw ValidationError("-x: \(Self.mqtt5Unsupported) (session expiry interval)") }
         _ = try version()
+        _ = try sessionExpiryInterval()
         if willTopic == nil, willPayload != nil || willQoS != nil || willRetain {
             throw ValidationError("--will-payload, --will-qos and --will-retain need --will-topic")
         }
@@ -79,25 +77,73 @@ struct MosquittoFlags: ParsableArguments {
     /// Whether the connection uses TLS (then the default port is 8883, as with mosquitto's tools).
     var usesTLS: Bool { caFile != nil || caPath != nil }
 
-    /// The protocol version `-V` asks for.
-    private func version() throws(ValidationError) -> MQTTClientProtocolVersion {
-        switch protocolVersion {
-        case nil, "mqttv311", "311": return .v3_1_1
-        case "mqttv31", "31": return .v3_1
-        case "mqttv5", "5": throw ValidationError("-V \(protocolVersion ?? ""): \(Self.mqtt5Unsupported)")
-        case let other?: throw ValidationError("-V must be mqttv311 (311) or mqttv31 (31), got '\(other)'")
+    /// The `-D` properties, parsed for `command` (which decides what `-D publish` / `-D subscribe` may say).
+    func mqtt5Properties(for command: MQTT5PropertyFlags.Command) throws(ValidationError) -> MQTT5PropertyFlags {
+        let parsed = try MQTT5PropertyFlags(properties, for: command)
+        if parsed.hasWillProperties, willTopic == nil { throw ValidationError("-D will … needs --will-topic") }
+        if parsed.sessionExpiryInterval != nil, sessionExpiry != nil {
+            throw ValidationError("give the session expiry interval once: -x or -D connect session-expiry-interval")
         }
+        return parsed
+    }
+
+    /// The protocol version: `-V`, or MQTT 5 when `-D` is given without `-V` (mosquitto's tools switch to v5 on
+    /// `-D`; we refuse `-D` with an explicit 3.x rather than silently send nothing, as mosquitto_pub does).
+    func version() throws(ValidationError) -> MQTTClientProtocolVersion {
+        let version: MQTTClientProtocolVersion
+        switch protocolVersion {
+        case nil: return properties.isEmpty ? .v3_1_1 : .v5
+        case "mqttv5", "5": return .v5
+        case "mqttv311", "311": version = .v3_1_1
+        case "mqttv31", "31": version = .v3_1
+        case let other?:
+            throw ValidationError("-V must be mqttv5 (5), mqttv311 (311) or mqttv31 (31), got '\(other)'")
+        }
+        if !properties.isEmpty {
+            throw ValidationError("-D sets MQTT 5 properties: use -V mqttv5 (or no -V), not -V \(protocolVersion ?? "")")
+        }
+        return version
+    }
+
+    /// `-x` as mosquitto reads it: 0…4294967295, with -1 and ∞ meaning 4294967295 (never expires); nil when absent.
+    func sessionExpiryInterval() throws(ValidationError) -> UInt32? {
+        guard let sessionExpiry else { return nil }
+        if sessionExpiry == "∞" || sessionExpiry == "-1" { return .max }
+        guard let number = Int64(sessionExpiry) else { throw ValidationError("-x: session-expiry-interval not a number") }
+        guard let interval = UInt32(exactly: number) else {
+            throw ValidationError("-x: session-expiry-interval out of range (0 to 4294967295, or -1 / ∞)")
+        }
+        return interval
     }
 
     /// Adds these settings to `configuration`; a will topic that is no valid topic name fails with 65.
-    func apply(to configuration: inout MQTTClientConfiguration, clientID: String?) throws(CLIFailure) {
-        do { configuration.protocolVersion = try version() } catch { throw CLIFailure(.usage, error.message) }
-        if disableCleanSession {
+    /// `properties` are the parsed `-D` values (see ``mqtt5Properties(for:)``).
+    func apply(
+        to configuration: inout MQTTClientConfiguration, clientID: String?, properties: MQTT5PropertyFlags
+    ) throws(CLIFailure) {
+        let version: MQTTClientProtocolVersion
+        let requestedExpiry: UInt32?
+        do {
+            version = try self.version()
+            requestedExpiry = try sessionExpiryInterval() ?? properties.sessionExpiryInterval
+        } catch { throw CLIFailure(.usage, error.message) }
+        configuration.protocolVersion = version
+        configuration.cleanSession = !disableCleanSession
+        if version == .v5 {
+            // mosquitto's tools: -c without -x keeps the session forever, which needs an id to come back to.
+            let expiry = requestedExpiry ?? (disableCleanSession ? UInt32.max : nil)
+            if expiry == .max, clientID == nil {
+                throw CLIFailure(.usage, "a session that never expires (-c without -x, or -x -1) needs a client id (-i)")
+            }
+            configuration.sessionExpiryInterval = expiry
+        } else {
+            if sessionExpiry != nil {
+                Console.error("Warning: -x applies to MQTT v5 clients only; ignored at MQTT 3.1.1 (add -V mqttv5)")
+            }
             // Like mosquitto's tools: a random id would make the kept session unreachable.
-            guard clientID != nil else {
+            if disableCleanSession, clientID == nil {
                 throw CLIFailure(.usage, "-c needs a client id (-i): a persistent session belongs to its id")
             }
-            configuration.cleanSession = false
         }
         configuration.tcpNoDelay = nodelay
         if let willTopic {
@@ -106,7 +152,8 @@ struct MosquittoFlags: ParsableArguments {
             }
             configuration.will = MQTTWill(
                 topic: willTopic, payload: Array((willPayload ?? "").utf8),
-                qos: QoS(rawValue: UInt8(clamping: willQoS ?? 0)) ?? .atMostOnce, retain: willRetain)
+                qos: QoS(rawValue: UInt8(clamping: willQoS ?? 0)) ?? .atMostOnce, retain: willRetain,
+                properties: properties.will, delayInterval: properties.willDelayInterval)
         }
         if usesTLS {
             configuration.tls = MQTTTLSConfiguration(

@@ -9,7 +9,8 @@ struct MosquittoFormatError: Error, Sendable, Equatable {
 
 /// A parsed `subscribe -F` format string with mosquitto_sub's semantics (see `man mosquitto_sub`, OUTPUT FORMAT):
 /// `%` message parameters with optional `-`/`0` flags, width and `.max` width; `@` strftime sequences (`@N`
-/// nanoseconds, `@@`); `\` escapes. MQTT 5 parameters (`%A %C %D %E %F %P %R %S`) print nothing at 3.1.1.
+/// nanoseconds, `@@`); `\` escapes. MQTT 5 parameters (`%A %C %D %E %F %P %R %S`) print the message's properties
+/// as mosquitto_sub does, and a blank field (or nothing) when it has none, as every 3.1.1 message.
 /// Parsed once, before connecting, so a bad format fails at once with exit 64 as mosquitto_sub does.
 struct MosquittoFormat: Sendable {
     private enum Piece: Sendable {
@@ -29,7 +30,7 @@ struct MosquittoFormat: Sendable {
     private let pieces: [Piece]
     private let pretty: Bool
 
-    /// Parameters mosquitto_sub knows; the v5-only ones render empty here.
+    /// Parameters mosquitto_sub knows.
     private static let parameters: Set<Character> = ["%", "A", "C", "D", "E", "F", "I", "j", "J", "l", "m", "P", "p",
                                                      "q", "R", "r", "S", "t", "U", "x", "X"]
     /// Parameters that honour the `0` flag (mosquitto pads only numbers and hex with zeros).
@@ -123,26 +124,51 @@ struct MosquittoFormat: Sendable {
                     guard let json = json(message, time, rawPayload: parameter == "J") else { return nil }
                     output += json
                 } else {
-                    output += Self.pad(value(parameter, message, time), spec, zeroPaddable: Self.zeroPaddable.contains(parameter))
+                    switch field(parameter, message, time) {
+                    case .value(let bytes):
+                        output += Self.pad(bytes, spec, zeroPaddable: Self.zeroPaddable.contains(parameter))
+                    case .raw(let bytes):
+                        output += bytes
+                    case .blank:  // mosquitto's formatted_print_blank: the width in pad characters
+                        output += [UInt8](repeating: spec.zeroPad ? 0x30 : 0x20, count: spec.width)
+                    }
                 }
             }
         }
         return output
     }
 
-    private func value(_ parameter: Character, _ message: MQTTMessage, _ time: timespec) -> [UInt8] {
+    /// What one parameter prints: a value that honours width and flags, bytes printed as they are, or a blank field.
+    private enum Field {
+        case value([UInt8])
+        case raw([UInt8])
+        case blank
+    }
+
+    private func field(_ parameter: Character, _ message: MQTTMessage, _ time: timespec) -> Field {
+        let properties = message.properties
+        func number<T: BinaryInteger>(_ value: T?) -> Field { value.map { .value(Array(String($0).utf8)) } ?? .blank }
         switch parameter {
-        case "t": Array(message.topic.utf8)
-        case "p": message.payload
-        case "q": Array(String(message.qos.rawValue).utf8)
-        case "r": message.retain ? [0x31] : [0x30]
-        case "m": Array(String(message.messageID).utf8)
-        case "l": Array(String(message.payload.count).utf8)
-        case "x": Array(message.payload.map { String(format: "%02x", $0) }.joined().utf8)
-        case "X": Array(message.payload.map { String(format: "%02X", $0) }.joined().utf8)
-        case "I": Array(Self.strftime("%Y-%m-%dT%H:%M:%S%z", time).utf8)
-        case "U": Array(String(format: "%ld.%09ld", time.tv_sec, time.tv_nsec).utf8)
-        default: []  // MQTT 5 properties: a 3.1.1 message has none
+        case "t": return .value(Array(message.topic.utf8))
+        case "p": return .value(message.payload)
+        case "q": return .raw(Array(String(message.qos.rawValue).utf8))
+        case "r": return .raw(message.retain ? [0x31] : [0x30])
+        case "m": return .value(Array(String(message.messageID).utf8))
+        case "l": return .value(Array(String(message.payload.count).utf8))
+        case "x": return .value(Array(message.payload.map { String(format: "%02x", $0) }.joined().utf8))
+        case "X": return .value(Array(message.payload.map { String(format: "%02X", $0) }.joined().utf8))
+        case "I": return .value(Array(Self.strftime("%Y-%m-%dT%H:%M:%S%z", time).utf8))
+        case "U": return .raw(Array(String(format: "%ld.%09ld", time.tv_sec, time.tv_nsec).utf8))
+        // MQTT 5 properties, printed as mosquitto_sub 2.0.11 prints them.
+        case "C": return properties.contentType.map { .value(Array($0.utf8)) } ?? .blank
+        case "D": return .raw(properties.correlationData ?? [])
+        case "E": return number(properties.messageExpiryInterval)
+        case "F": return number(properties.payloadFormat?.rawValue)
+        case "P":
+            return .raw(Array(properties.userProperties.map { "\($0.name):\($0.value)" }.joined(separator: " ").utf8))
+        case "R": return properties.responseTopic.map { .value(Array($0.utf8)) } ?? .raw([])
+        case "S": return number(message.subscriptionIdentifiers.first)
+        default: return .blank  // %A: libmosquitto resolves topic aliases, so no message carries one here
         }
     }
 
@@ -179,15 +205,50 @@ struct MosquittoFormat: Sendable {
             ("payloadlen", Array(String(message.payload.count).utf8)),
         ]
         if message.qos != .atMostOnce { fields.append(("mid", Array(String(message.messageID).utf8))) }
+        if let properties = jsonProperties(message) { fields.append(("properties", properties)) }
         fields.append(("payload", payload))
         // cJSON's layouts: minimised, or (--pretty) one tab-indented "key":<tab>value per line.
-        let separator: [UInt8] = pretty ? Array(",\n\t".utf8) : [0x2C]
-        var output: [UInt8] = pretty ? Array("{\n\t".utf8) : [0x7B]
+        return jsonObject(fields, depth: 1)
+    }
+
+    /// mosquitto_sub 2.0.11's `"properties"` object (nil when the message has none): subscription identifiers first,
+    /// then the rest in the order a mosquitto broker forwards what `MQTTClient` sends, message expiry last; user
+    /// properties as one object of name/value pairs. (The object follows the packet's order, which the client does
+    /// not keep: from other publishers or brokers the keys may come in another order than mosquitto_sub's.)
+    private func jsonProperties(_ message: MQTTMessage) -> [UInt8]? {
+        let properties = message.properties
+        guard !properties.isEmpty || !message.subscriptionIdentifiers.isEmpty else { return nil }
+        var fields: [(String, [UInt8])] = message.subscriptionIdentifiers.map {
+            ("subscription-identifier", Array(String($0).utf8))
+        }
+        if let format = properties.payloadFormat {
+            fields.append(("payload-format-indicator", Array(String(format.rawValue).utf8)))
+        }
+        if let type = properties.contentType { fields.append(("content-type", Self.quoted(Array(type.utf8)))) }
+        if let topic = properties.responseTopic { fields.append(("response-topic", Self.quoted(Array(topic.utf8)))) }
+        if let data = properties.correlationData {  // cJSON_CreateString: the bytes up to the first NUL
+            fields.append(("correlation-data", Self.quoted(Array(data.prefix { $0 != 0 }))))
+        }
+        if !properties.userProperties.isEmpty {
+            let pairs = properties.userProperties.map { (($0.name), Self.quoted(Array($0.value.utf8))) }
+            fields.append(("user-properties", jsonObject(pairs, depth: 3)))
+        }
+        if let expiry = properties.messageExpiryInterval {
+            fields.append(("message-expiry-interval", Array(String(expiry).utf8)))
+        }
+        return jsonObject(fields, depth: 2)
+    }
+
+    /// A JSON object as cJSON prints it: minimised, or (`--pretty`) tab-indented `"key":<tab>value` lines at `depth`.
+    private func jsonObject(_ fields: [(String, [UInt8])], depth: Int) -> [UInt8] {
+        let indent = [UInt8](repeating: 0x09, count: depth)
+        let separator: [UInt8] = pretty ? [0x2C, 0x0A] + indent : [0x2C]
+        var output: [UInt8] = pretty ? [0x7B, 0x0A] + indent : [0x7B]
         for (index, field) in fields.enumerated() {
             if index > 0 { output += separator }
             output += Self.quoted(Array(field.0.utf8)) + (pretty ? [0x3A, 0x09] : [0x3A]) + field.1
         }
-        output += pretty ? Array("\n}".utf8) : [0x7D]
+        output += pretty ? [0x0A] + indent.dropLast() + [0x7D] : [0x7D]
         return output
     }
 

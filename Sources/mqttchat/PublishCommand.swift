@@ -12,9 +12,12 @@ struct PublishCommand: AsyncParsableCommand {
         discussion: """
             Give exactly one payload: -m, -f, -l, -n, --chat-text, --chat-gift, or --delimited -f FILE. \
             With --room and --name, -l sends every line as a chat text. Chat envelopes go to the room's topic \
-            (mqttchat/rooms/ROOM/messages). Will, -c, --nodelay, TLS and -V work as in mosquitto_pub; MQTT 5 \
-            (-V mqttv5, -x, -D) is refused with exit 64. Exit codes: 0 sent, 64 usage, 65 invalid \
-            topic/room/name or malformed stream, 66 unreadable file, 69 broker unreachable, 77 authentication refused.
+            (mqttchat/rooms/ROOM/messages). Will, -c, --nodelay, TLS, -V mqttv5, -x and -D (e.g. \
+            -D publish user-property K V, -D publish content-type T) work as in mosquitto_pub. A publish the broker \
+            refuses (MQTT 5 PUBACK/PUBREC reason code, QoS 1 and 2) ends the run with the reason, e.g. \
+            "Publish to 't' refused: Not authorized (0x87)". Exit codes: 0 sent, 64 usage, 65 invalid \
+            topic/room/name, malformed stream or a topic/payload the broker refused, 66 unreadable file, 69 broker \
+            unreachable or another refusal, 77 authentication refused or publish not authorised.
             """,
         helpNames: [.long])
 
@@ -69,6 +72,7 @@ struct PublishCommand: AsyncParsableCommand {
         if delimited, file == nil { throw ValidationError("--delimited needs -f FILE") }
         if let qos, !(0...2).contains(qos) { throw ValidationError("-q must be 0, 1 or 2") }
         if let chatGift { _ = try Self.parseGift(chatGift) }
+        _ = try flags.mqtt5Properties(for: .publish)
         if isChat {
             guard room != nil, name != nil else { throw ValidationError("chat envelopes need --room and --name") }
             if topic != nil { throw ValidationError("-t cannot be combined with chat envelopes: they go to the room") }
@@ -84,14 +88,20 @@ struct PublishCommand: AsyncParsableCommand {
     func run() async throws {
         try await CLIFailure.reporting("publish") {
             let plan = try makePlan()
+            let properties: MQTT5PropertyFlags
+            do throws(ValidationError) { properties = try flags.mqtt5Properties(for: .publish) } catch { throw CLIFailure(.usage, error.message) }
             let client = try await MQTTConnection.open(
-                connection, flags, clientID: connection.clientID(defaultPrefix: "mqttchat-pub"), reconnect: .disabled)
+                connection, flags, properties: properties, clientID: connection.clientID(defaultPrefix: "mqttchat-pub"),
+                reconnect: .disabled)
+            let publish = properties.publish
             do {
                 switch plan {
                 case .messages(let messages):
-                    for message in messages { try await send(message, client) }
+                    for message in messages { try await send(message, publish, client) }
                 case .stdinLines(let makeMessage):
-                    for await line in StandardInputLines.stream().lines { try await send(makeMessage(line), client) }
+                    for await line in StandardInputLines.stream().lines {
+                        try await send(makeMessage(line), publish, client)
+                    }
                 }
             } catch {
                 await client.disconnect()
@@ -101,11 +111,17 @@ struct PublishCommand: AsyncParsableCommand {
         }
     }
 
-    private func send(_ message: MQTTMessage, _ client: MQTTClient) async throws(CLIFailure) {
+    /// Publishes `message` with the `-D publish` properties; a refusal (MQTT 5 reason code) ends the run.
+    private func send(
+        _ message: MQTTMessage, _ properties: MQTTPublishProperties, _ client: MQTTClient
+    ) async throws(CLIFailure) {
         do {
-            try await client.publish(topic: message.topic, payload: message.payload, qos: message.qos, retain: message.retain)
+            try await client.publish(
+                topic: message.topic, payload: message.payload, qos: message.qos, retain: message.retain,
+                properties: properties)
         } catch {
-            throw CLIFailure(error, address: connection.address(tls: flags.usesTLS))
+            throw CLIFailure(
+                refused: "Publish to '\(message.topic)'", error, address: connection.address(tls: flags.usesTLS))
         }
         if debug {
             Console.error("Published to \(message.topic) (QoS \(message.qos.rawValue), \(message.payload.count) bytes)")

@@ -10,10 +10,13 @@ struct SubscribeCommand: AsyncParsableCommand {
         commandName: "subscribe",
         abstract: "Subscribe to topics and print what arrives (chat envelopes decoded).",
         discussion: """
-            -F FORMAT prints each message as mosquitto_sub -F does (%t %p %q %r %m %l %x %X %I %U %j %J %%, \
-            @ strftime codes, \\ \n \t ... escapes). Will, -c, --nodelay, TLS and -V work as in mosquitto_sub; \
-            MQTT 5 (-V mqttv5, -x, -D) is refused with exit 64. Exit codes: 0 done, 27 timeout (-W), 64 usage, \
-            65 invalid topic filter, 69 broker unreachable, 77 authentication or subscription refused.
+            -F FORMAT prints each message as mosquitto_sub -F does (%t %p %q %r %m %l %x %X %I %U %j %J %%, the \
+            MQTT 5 properties %P %C %D %E %F %R %S %A, @ strftime codes, \\ \n \t ... escapes). Will, -c, \
+            --nodelay, TLS, -V mqttv5, -x, -D (e.g. -D subscribe subscription-identifier N) and \
+            --retain-as-published work as in mosquitto_sub; --nl and --retain-handling are ours. A refused \
+            subscription ends the run with the reason, e.g. "Subscription to 'f' refused: Not authorized (0x87)". \
+            Exit codes: 0 done, 27 timeout (-W), 64 usage, 65 invalid topic filter, 69 broker unreachable, \
+            77 authentication or subscription refused.
             """,
         helpNames: [.long])
 
@@ -51,6 +54,21 @@ struct SubscribeCommand: AsyncParsableCommand {
     @Flag(name: .customShort("N"), help: "Do not end each printed message with a newline.")
     var noEndOfLine = false
 
+    @Flag(
+        name: .customLong("retain-as-published"),
+        help: "MQTT 5: keep the retain flag the publisher set (ignored at 3.1.1, as by mosquitto_sub).")
+    var retainAsPublished = false
+
+    @Flag(
+        name: [.customLong("nl"), .customLong("no-local")],
+        help: "MQTT 5: no local; do not receive messages published under this client id (its will included).")
+    var noLocal = false
+
+    @Option(
+        name: [.customLong("retain-handling"), .customLong("rh")],
+        help: "MQTT 5 retain handling: 0 send retained messages (default), 1 only for a new subscription, 2 never.")
+    var retainHandling: UInt8?
+
     func validate() throws {
         guard !topic.isEmpty else { throw ValidationError("at least one -t TOPIC is required") }
         guard QoS(rawValue: UInt8(clamping: qos)) != nil, qos >= 0 else { throw ValidationError("-q must be 0, 1 or 2") }
@@ -58,6 +76,26 @@ struct SubscribeCommand: AsyncParsableCommand {
         if let timeout, timeout <= 0 { throw ValidationError("-W must be positive") }
         if mosquittoFormat != nil, format != .text { throw ValidationError("-F cannot be combined with --format \(format)") }
         _ = try parsedFormat()
+        _ = try subscribeOptions()
+    }
+
+    /// The MQTT 5 subscription options of every `-t`: `--retain-as-published` is dropped at 3.1.1 with a warning (as
+    /// mosquitto_sub drops it silently); `--nl` and `--retain-handling` need MQTT 5.
+    private func subscribeOptions(warn: Bool = false) throws(ValidationError) -> MQTTSubscribeOptions {
+        let properties = try flags.mqtt5Properties(for: .subscribe)
+        let v5 = try flags.version() == .v5
+        if !v5, noLocal || retainHandling != nil {
+            throw ValidationError("--nl and --retain-handling need MQTT 5 (-V mqttv5)")
+        }
+        if !v5, retainAsPublished, warn {
+            Console.error("Warning: --retain-as-published applies to MQTT v5 clients only; ignored (add -V mqttv5)")
+        }
+        guard let handling = MQTTRetainHandling(rawValue: retainHandling ?? 0) else {
+            throw ValidationError("--retain-handling must be 0, 1 or 2")
+        }
+        return MQTTSubscribeOptions(
+            noLocal: noLocal, retainAsPublished: retainAsPublished && v5, retainHandling: handling,
+            subscriptionIdentifier: properties.subscriptionIdentifier)
     }
 
     /// `-F`, parsed; mosquitto_sub's own words when it is malformed.
@@ -72,9 +110,12 @@ struct SubscribeCommand: AsyncParsableCommand {
         try await CLIFailure.reporting("subscribe") {
             let started = ContinuousClock.now
             for filter in topic { try TopicFilterCheck.check(filter) }
+            let properties: MQTT5PropertyFlags
+            do throws(ValidationError) { properties = try flags.mqtt5Properties(for: .subscribe) } catch { throw CLIFailure(.usage, error.message) }
             var stream: AsyncStream<MQTTMessage>?
             let client = try await MQTTConnection.open(
-                connection, flags, clientID: connection.clientID(defaultPrefix: "mqttchat-sub"), reconnect: .exponential()
+                connection, flags, properties: properties, clientID: connection.clientID(defaultPrefix: "mqttchat-sub"),
+                reconnect: .exponential()
             ) { stream = $0.messages() }
             let messages = stream ?? client.messages()
             if debug { Console.error("Connected to \(connection.address(tls: flags.usesTLS))") }
@@ -99,12 +140,15 @@ struct SubscribeCommand: AsyncParsableCommand {
         _ client: MQTTClient, _ messages: AsyncStream<MQTTMessage>, started: ContinuousClock.Instant
     ) async throws(CLIFailure) -> SubscribeOutcome {
         let level = QoS(rawValue: UInt8(clamping: qos)) ?? .atMostOnce
+        let options: MQTTSubscribeOptions
+        do { options = try subscribeOptions(warn: true) } catch { throw CLIFailure(.usage, error.message) }
         for filter in topic {
             do {
-                let granted = try await client.subscribe(filter, qos: level)
+                let granted = try await client.subscribe(filter, qos: level, options: options)
                 if debug { Console.error("Subscribed to \(filter) (granted QoS \(granted.rawValue))") }
             } catch {
-                throw CLIFailure(error, address: connection.address(tls: flags.usesTLS))
+                throw CLIFailure(
+                    refused: "Subscription to '\(filter)'", error, address: connection.address(tls: flags.usesTLS))
             }
         }
         let custom: MosquittoFormat?

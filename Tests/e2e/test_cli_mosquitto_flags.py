@@ -1,6 +1,6 @@
 """mosquitto_pub / mosquitto_sub flags on `mqttchat publish` and `mqttchat subscribe`: the will, -c persistent
-sessions, --nodelay, TLS (--cafile, --capath, --cert, --key, --insecure, --tls-version) and -V, with MQTT 5-only
-flags refused clearly. Will and session tests run against mosquitto and our broker; TLS against our broker's TLS
+sessions, --nodelay, TLS (--cafile, --capath, --cert, --key, --insecure, --tls-version), -V (MQTT 5 included),
+-x and -D (test_cli_mqtt5.py has the MQTT 5 details). Will and session tests run against mosquitto and our broker; TLS against our broker's TLS
 listener with the session's throwaway PKI (scripts/make-test-certs.sh)."""
 
 from __future__ import annotations
@@ -100,19 +100,23 @@ def test_cli_protocol_versions_and_nodelay(broker, cli_factory, version):
     assert sub.finish() == 0 and sub.lines == [f"via {version}"]
 
 
-@pytest.mark.parametrize("command", [["publish", "-t", "x", "-m", "y"], ["subscribe", "-t", "x"]])
 @pytest.mark.parametrize("mqtt5", [["-V", "mqttv5"], ["-V", "5"], ["-x", "60"],
                                    ["-D", "connect", "session-expiry-interval", "60"]])
-def test_cli_mqtt5_only_flags_refused_64(command, mqtt5):
-    r = run_cli(*command, *mqtt5, timeout=10)
-    assert r.returncode == 64, (r.returncode, r.stderr)
-    assert "MQTT 5 is not supported by this build yet" in r.stderr
-    assert "Usage: mqttchat " + command[0] in r.stderr  # the subcommand's usage, not a crash
+def test_cli_mqtt5_flags_work(broker, cli_factory, mqtt5):
+    """The flags MQTT 5 brought (once refused with 64) now connect and deliver, on publish and subscribe alike.
+    -x alone stays at 3.1.1, where mosquitto's tools ignore it: we say so on stderr."""
+    topic = unique("v5")
+    sub = start_subscriber(cli_factory, broker, "-t", topic, "-C", "1", *mqtt5)
+    r = run_cli("publish", "-p", str(broker.port), "-t", topic, "-m", "via " + " ".join(mqtt5), *mqtt5)
+    assert r.returncode == 0, r.stderr
+    assert sub.finish() == 0 and sub.lines == ["via " + " ".join(mqtt5)], sub.err_lines
+    warned = "-x applies to MQTT v5 clients only" in r.stderr
+    assert warned == (mqtt5[0] == "-x"), r.stderr
 
 
 def test_cli_unknown_protocol_version_64():
     r = run_cli("publish", "-t", "x", "-m", "y", "-V", "mqttv4")
-    assert r.returncode == 64 and "-V must be mqttv311 (311) or mqttv31 (31)" in r.stderr
+    assert r.returncode == 64 and "-V must be mqttv5 (5), mqttv311 (311) or mqttv31 (31)" in r.stderr
 
 
 # --------------------------------------------------------------------------- TLS
