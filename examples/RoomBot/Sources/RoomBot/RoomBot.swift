@@ -103,9 +103,10 @@ enum RoomBot {
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler {
                 Task {
+                    // The service first: the client's disconnect ends `serve`, and with it `main`.
+                    await service?.stop()
                     try? await client.leave(room)
                     await client.disconnect()
-                    await service?.stop()
                     say("RoomBot stopped")
                     exit(0)
                 }
