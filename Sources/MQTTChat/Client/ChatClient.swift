@@ -8,6 +8,9 @@ import MQTTCore
 /// by message id so a redelivered copy is never reported or stored twice; gifts QoS 2 (exactly once).
 /// Presence is computed from retained per-member topics and the retained per-user status, whose offline
 /// value is the MQTT will, so a killed process disappears from every room (see TOPICS.md).
+///
+/// It speaks MQTT 5 when the broker offers it (No Local on rooms, envelope properties, message expiry, an inbox
+/// session, room history from a ``RoomHistoryService``) and MQTT 3.1.1 when the broker refuses it.
 public actor ChatClient {
     /// The configuration the client was created with.
     public let configuration: ChatClientConfiguration
