@@ -13,6 +13,8 @@ enum ChatInput: Equatable, Sendable {
     case members
     /// `/history [N]`.
     case history(limit: Int)
+    /// `/info`: the connection (broker, protocol version, session).
+    case info
     /// `/leave`: leave the room but stay connected (direct messages still arrive).
     case leave
     /// `/quit`: leave the room and disconnect.
@@ -36,6 +38,7 @@ enum ChatInput: Equatable, Sendable {
           /dm USER TEXT      send a direct message to USER (their user id)
           /members           who is in the room
           /history [N]       the last N messages of the room (default 20)
+          /info              the broker, the MQTT version in use and the session
           /leave             leave the room (direct messages still arrive)
           /quit              leave and exit
           /help              this help
@@ -91,6 +94,8 @@ enum ChatInput: Equatable, Sendable {
                 return
             }
             self = .history(limit: limit)
+        case "/info":
+            self = arguments.isEmpty ? .info : .invalid("usage: /info")
         case "/leave":
             self = .leave
         case "/quit", "/exit":

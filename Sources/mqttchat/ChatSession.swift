@@ -100,6 +100,8 @@ struct ChatSession: Sendable {
         case .members:
             let members = await client.members(of: room).map(ChatLineFormat.display)
             Console.line("* members of #\(room.rawValue): " + (members.isEmpty ? "(none)" : members.joined(separator: ", ")))
+        case .info:
+            Console.line(await ChatInfo.line(client, address: address, room: room))
         case .history(let limit):
             await report { () throws(ChatError) in
                 let records = try await client.history(room: room, limit: limit)
@@ -127,6 +129,9 @@ struct ChatSession: Sendable {
                 if change.member.id != me { Console.line(ChatLineFormat.presence(change)) }
             case .joined, .left:
                 continue  // presence changes already say who came and went
+            case .historyMerged(let room, let records):
+                Console.line("* \(records.count) earlier message\(records.count == 1 ? "" : "s") of #\(room.rawValue) from the room history service:")
+                for record in records { Console.line(ChatLineFormat.history(record)) }
             case .connection(let state):
                 switch state {
                 case .connected:

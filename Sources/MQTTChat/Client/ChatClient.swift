@@ -8,28 +8,41 @@ import MQTTCore
 /// by message id so a redelivered copy is never reported or stored twice; gifts QoS 2 (exactly once).
 /// Presence is computed from retained per-member topics and the retained per-user status, whose offline
 /// value is the MQTT will, so a killed process disappears from every room (see TOPICS.md).
+///
+/// It speaks MQTT 5 when the broker offers it (No Local on rooms, envelope properties, message expiry, an inbox
+/// session, room history from a ``RoomHistoryService``) and MQTT 3.1.1 when the broker refuses it.
 public actor ChatClient {
     /// The configuration the client was created with.
     public let configuration: ChatClientConfiguration
     /// This user as others see it.
     public nonisolated var me: ChatMember { ChatMember(id: configuration.userID, profile: configuration.profile) }
 
-    private let mqtt: MQTTClient
+    /// The MQTT client; replaced once by a 3.1.1 one when the broker refuses MQTT 5.
+    var mqtt: MQTTClient
+    /// Whether this client speaks MQTT 5 (until a broker refuses it).
+    var usesMQTT5: Bool
+    /// Set when the broker refused MQTT 5 and the client fell back to 3.1.1.
+    var refusedMQTT5 = false
+    /// Whether the broker refused MQTT 5 and the client fell back to 3.1.1.
+    public var fellBackToMQTT311: Bool { refusedMQTT5 }
+    /// The offline status, the will's payload.
+    let offlineStatus: [UInt8]
     /// Opened on the first successful connection (or the first history query), so a client that never reaches
     /// its broker leaves no database file behind.
-    private var openedStore: ChatHistoryStore?
-    private let envelopes: ChatEnvelopeFactory
-    private let interpreter: ChatInboundInterpreter
-    private var topics: ChatTopics { configuration.topics }
+    var openedStore: ChatHistoryStore?
+    let envelopes: ChatEnvelopeFactory
+    let interpreter: ChatInboundInterpreter
+    var topics: ChatTopics { configuration.topics }
 
-    private var tracker = PresenceTracker()
-    private var deduplicator: MessageDeduplicator
-    private var joinedRooms: Set<RoomName> = []
-    private var subscribers: [UUID: AsyncStream<ChatEvent>.Continuation] = [:]
-    private var tasks: [Task<Void, Never>] = []
-    private var isConnected = false
-    private var heartbeatSequence: UInt64 = 0
-    private var undecodableMessageCount = 0
+    var tracker = PresenceTracker()
+    var deduplicator: MessageDeduplicator
+    var joinedRooms: Set<RoomName> = []
+    var subscribers: [UUID: AsyncStream<ChatEvent>.Continuation] = [:]
+    var tasks: [Task<Void, Never>] = []
+    var isConnected = false
+    var heartbeatSequence: UInt64 = 0
+    var undecodableMessageCount = 0
+    var echoedOwnMessageCount = 0
 
     /// Prepares the MQTT client (with the offline-status will); does not connect. Local history is opened once
     /// the first connection succeeds.
@@ -39,81 +52,35 @@ public actor ChatClient {
         envelopes = ChatEnvelopeFactory(sender: configuration.userID, profile: configuration.profile, session: session)
         interpreter = ChatInboundInterpreter(topics: configuration.topics, me: configuration.userID)
         deduplicator = MessageDeduplicator(capacity: configuration.deduplicationCapacity)
-
-        var mqttConfiguration = configuration.mqtt
-        mqttConfiguration.clientID = configuration.userID.rawValue
-        let offline = try Self.encode(envelopes.status(isOnline: false))
-        mqttConfiguration.will = MQTTWill(
-            topic: configuration.topics.name(of: .status(configuration.userID)), payload: offline, qos: .atLeastOnce,
-            retain: true)
-        do { mqtt = try MQTTClient(configuration: mqttConfiguration) } catch { throw .mqtt(error) }
+        offlineStatus = try Self.encode(envelopes.status(isOnline: false))
+        usesMQTT5 = configuration.mqtt.protocolVersion == .v5
+        mqtt = try Self.makeMQTTClient(configuration, offlineStatus: offlineStatus, mqtt5: usesMQTT5)
+        will = mqtt.configuration.will
     }
 
-    /// The will this client registers: its retained offline status.
-    public nonisolated var will: MQTTWill? { mqtt.configuration.will }
+    /// The will this client registers: its retained offline status (with the envelope's MQTT 5 properties, which a
+    /// fallback to 3.1.1 leaves out).
+    public nonisolated let will: MQTTWill?
 
-    // MARK: Connection
+    /// The MQTT protocol version this client speaks: MQTT 5 unless configured otherwise or the broker refused it.
+    public var protocolVersion: MQTTClientProtocolVersion { mqtt.configuration.protocolVersion }
 
-    /// Connects, subscribes to all users' status and to this user's inbox, and publishes "online" (retained).
-    public func connect() async throws(ChatError) {
-        guard !isConnected else { return }
-        startPumps()
-        do {
-            try await mqtt.connect()
-        } catch {
-            stopPumps()
-            throw .mqtt(error)
-        }
-        do {
-            _ = try historyStore()
-        } catch {
-            await mqtt.disconnect()
-            stopPumps()
-            throw error
-        }
-        do {
-            try await mqtt.subscribe(topics.allStatusesFilter, qos: .atLeastOnce)
-            try await mqtt.subscribe(topics.name(of: .inbox(configuration.userID)), qos: .atLeastOnce)
-        } catch {
-            stopPumps()
-            throw .mqtt(error)
-        }
-        isConnected = true
-        try await publishStatus(isOnline: true)
-        if let interval = configuration.heartbeatInterval { startHeartbeats(every: interval) }
-    }
-
-    /// Goes offline gracefully: publishes "offline", clears this user's memberships, and disconnects.
-    public func disconnect() async {
-        guard isConnected else { return }
-        // Only while connected: a QoS 1 publish made while reconnecting would wait for the reconnect.
-        // Without a connection the broker has published (or will publish) our offline will anyway.
-        if case .connected? = mqtt.state {
-            try? await publishStatus(isOnline: false)
-            for room in joinedRooms {
-                try? await mqtt.publish(
-                    topic: topics.name(of: .roomMember(room, configuration.userID)), payload: [], qos: .atLeastOnce,
-                    retain: true)
-            }
-        }
-        joinedRooms.removeAll()
-        isConnected = false
-        await mqtt.disconnect()
-        stopPumps()
-        for continuation in subscribers.values { continuation.finish() }
-        subscribers.removeAll()
-    }
+    /// What the broker answered in the CONNACK of the current (or last) connection; `nil` before the first one.
+    public var connAck: MQTTConnAckInfo? { mqtt.connAck }
 
     // MARK: Rooms
 
-    /// Joins `room`: subscribes to its traffic and members, publishes the retained membership, announces the join.
+    /// Joins `room`: subscribes to its traffic (MQTT 5: with No Local, so this client's own messages are not sent
+    /// back) and members, publishes the retained membership, announces the join. At MQTT 5 it then asks a room
+    /// history service, in the background, for the messages it missed (see ``fetchRoomHistory(_:timeout:)``).
     public func join(_ room: RoomName) async throws(ChatError) {
         guard isConnected else { throw .notConnected }
         guard !joinedRooms.contains(room) else { return }
         // Inserted first: retained memberships arrive as soon as the broker has the subscription.
         joinedRooms.insert(room)
         do {
-            try await mqtt.subscribe(topics.name(of: .roomMessages(room)), qos: .exactlyOnce)
+            let options = usesMQTT5 ? MQTTSubscribeOptions(noLocal: true) : MQTTSubscribeOptions()
+            _ = try await mqtt.subscribe(topics.name(of: .roomMessages(room)), qos: .exactlyOnce, options: options)
             try await mqtt.subscribe(topics.membersFilter(of: room), qos: .atLeastOnce)
         } catch {
             joinedRooms.remove(room)
@@ -123,7 +90,9 @@ public actor ChatClient {
         let payload = try Self.encode(join)
         _ = deduplicator.markSeen(join.messageID)
         try await publish(topic: topics.name(of: .roomMember(room, configuration.userID)), payload, .atLeastOnce, retain: true)
-        try await publish(topic: topics.name(of: .roomMessages(room)), payload, .atLeastOnce)
+        try await publish(
+            topic: topics.name(of: .roomMessages(room)), payload, .atLeastOnce, expiry: configuration.ephemeralMessageExpiry)
+        if usesMQTT5, let timeout = configuration.roomHistoryTimeout { startHistoryFetch(room, timeout: timeout) }
     }
 
     /// Leaves `room`: announces it, clears the retained membership, and unsubscribes.
@@ -131,7 +100,9 @@ public actor ChatClient {
         guard joinedRooms.contains(room) else { throw .notJoined(room) }
         let leave = envelopes.leave(room)
         _ = deduplicator.markSeen(leave.messageID)
-        try await publish(topic: topics.name(of: .roomMessages(room)), try Self.encode(leave), .atLeastOnce)
+        try await publish(
+            topic: topics.name(of: .roomMessages(room)), try Self.encode(leave), .atLeastOnce,
+            expiry: configuration.ephemeralMessageExpiry)
         try await publish(topic: topics.name(of: .roomMember(room, configuration.userID)), [], .atLeastOnce, retain: true)
         joinedRooms.remove(room)
         do {
@@ -172,11 +143,14 @@ public actor ChatClient {
         return try await sendStored(gift, to: topics.name(of: .roomMessages(room)), .exactlyOnce)
     }
 
-    /// Sends a private message to `recipient`'s inbox (QoS 1) and stores it in history.
+    /// Sends a private message to `recipient`'s inbox (QoS 1) and stores it in history. At MQTT 5 it expires after
+    /// ``ChatClientConfiguration/directMessageRetention`` if the recipient's session has not received it by then.
     @discardableResult
     public func sendDirect(text: String, to recipient: UserID) async throws(ChatError) -> ChatMessageRecord {
         guard isConnected else { throw .notConnected }
-        return try await sendStored(envelopes.direct(text, to: recipient), to: topics.name(of: .inbox(recipient)), .atLeastOnce)
+        return try await sendStored(
+            envelopes.direct(text, to: recipient), to: topics.name(of: .inbox(recipient)), .atLeastOnce,
+            expiry: configuration.directMessageRetention)
     }
 
     // MARK: Events and history
@@ -207,12 +181,17 @@ public actor ChatClient {
     /// How many received messages were dropped because they were not valid chat messages.
     public var droppedMessageCount: Int { undecodableMessageCount }
 
+    /// How many of this client's own room messages (joins, leaves, texts, gifts, heartbeats) the broker sent back
+    /// to it. At MQTT 3.1.1 every one comes back and is dropped here; at MQTT 5 the room subscriptions ask for
+    /// No Local, so this stays 0.
+    public var ownMessagesReceivedBack: Int { echoedOwnMessageCount }
+
     // MARK: Internals
 
     private func removeSubscriber(_ id: UUID) { subscribers[id] = nil }
 
     /// The history store, opened (and its file created) on first use.
-    private func historyStore() throws(ChatError) -> ChatHistoryStore {
+    func historyStore() throws(ChatError) -> ChatHistoryStore {
         if let openedStore { return openedStore }
         do {
             let store = try ChatHistoryStore(location: configuration.history)
@@ -223,94 +202,37 @@ public actor ChatClient {
         }
     }
 
-    private func emit(_ event: ChatEvent) {
+    func emit(_ event: ChatEvent) {
         for continuation in subscribers.values { continuation.yield(event) }
     }
 
-    private func sendStored(_ envelope: ProtoEnvelope, to topic: String, _ qos: QoS) async throws(ChatError)
-        -> ChatMessageRecord
+    private func sendStored(_ envelope: ProtoEnvelope, to topic: String, _ qos: QoS, expiry: UInt32? = nil)
+        async throws(ChatError) -> ChatMessageRecord
     {
         let payload = try Self.encode(envelope)
         guard let record = ChatMessageRecord(sent: envelope, by: me) else { throw .encodingFailed }
-        _ = deduplicator.markSeen(envelope.messageID)  // our own copy comes back from the broker: ignore it
-        try await publish(topic: topic, payload, qos)
+        // At MQTT 3.1.1 our own copy comes back from the broker: ignore it.
+        _ = deduplicator.markSeen(envelope.messageID)
+        try await publish(topic: topic, payload, qos, expiry: expiry)
         let store = try historyStore()
         do { try store.store(record) } catch { throw .history(error) }
         return record
     }
 
-    private func publish(topic: String, _ payload: [UInt8], _ qos: QoS, retain: Bool = false) async throws(ChatError) {
-        do { try await mqtt.publish(topic: topic, payload: payload, qos: qos, retain: retain) } catch {
-            throw .mqtt(error)
-        }
-    }
-
-    private func publishStatus(isOnline: Bool) async throws(ChatError) {
-        let status = try Self.encode(envelopes.status(isOnline: isOnline))
-        try await publish(topic: topics.name(of: .status(configuration.userID)), status, .atLeastOnce, retain: true)
-    }
-
-    private static func encode(_ envelope: ProtoEnvelope) throws(ChatError) -> [UInt8] {
+    static func encode(_ envelope: ProtoEnvelope) throws(ChatError) -> [UInt8] {
         do { return try envelope.serializedBytes() } catch { throw .encodingFailed }
     }
 
-    private func startPumps() {
-        let messages = mqtt.messages()
-        let states = mqtt.stateChanges()
-        tasks.append(
-            Task { [weak self] in
-                for await message in messages { await self?.handle(message) }
-            })
-        tasks.append(
-            Task { [weak self] in
-                var connections = 0
-                for await state in states {
-                    if case .connected = state {
-                        connections += 1
-                        if connections > 1 { await self?.didReconnect() }
-                    }
-                    await self?.emit(.connection(state))
-                }
-            })
-    }
-
-    private func stopPumps() {
-        for task in tasks { task.cancel() }
-        tasks.removeAll()
-    }
-
-    /// After a reconnect the broker may have published our will: say we are online again (same session,
-    /// so our retained memberships count again). Subscriptions are restored by the MQTT client.
-    private func didReconnect() async {
-        guard isConnected else { return }
-        try? await publishStatus(isOnline: true)
-    }
-
-    private func startHeartbeats(every interval: Duration) {
-        tasks.append(
-            Task { [weak self] in
-                while !Task.isCancelled {
-                    do { try await Task.sleep(for: interval) } catch { return }
-                    guard let self else { return }
-                    await self.sendHeartbeats()
-                }
-            })
-    }
-
-    private func sendHeartbeats() async {
-        heartbeatSequence &+= 1
-        for room in joinedRooms {
-            guard let payload = try? Self.encode(envelopes.heartbeat(sequence: heartbeatSequence, in: room)) else { continue }
-            // QoS 0: a lost heartbeat is simply late; failures while offline are expected.
-            try? await mqtt.publish(topic: topics.name(of: .roomMessages(room)), payload: payload, qos: .atMostOnce)
-        }
-    }
-
-    private func handle(_ message: MQTTMessage) {
+    func handle(_ message: MQTTMessage) {
         let inbound: ChatInbound
         do { inbound = try interpreter.interpret(topic: message.topic, payload: message.payload) } catch {
             undecodableMessageCount += 1
             return
+        }
+        if case let (room, sender)? = inbound.roomAndSender {
+            if sender == configuration.userID { echoedOwnMessageCount += 1 }
+            // A resumed MQTT 5 session may still hold the subscription of a room a crashed process had joined.
+            guard joinedRooms.contains(room) else { return }
         }
         switch inbound {
         case .presence(let input):
@@ -333,6 +255,23 @@ public actor ChatClient {
             }
         case .heartbeat:
             return
+        }
+    }
+}
+
+extension ChatInbound {
+    /// The room and sender of room traffic (announcements, texts, gifts, heartbeats); `nil` for everything else.
+    var roomAndSender: (RoomName, UserID)? {
+        switch self {
+        case .joinAnnouncement(let room, let member, _), .leaveAnnouncement(let room, let member, _):
+            return (room, member.id)
+        case .message(let record):
+            guard case .room(let room) = record.conversation else { return nil }
+            return (room, record.sender.id)
+        case .heartbeat(let room, let sender, _):
+            return (room, sender)
+        case .presence:
+            return nil
         }
     }
 }

@@ -14,6 +14,9 @@ public enum ChatEvent: Sendable, Hashable {
     case directMessage(ChatMessageRecord)
     /// Someone became present in or absent from a joined room (including going offline without a goodbye).
     case presenceChanged(PresenceChange)
+    /// Messages of a joined room that this client had missed, from a room history service (MQTT 5), now merged
+    /// into local history: only those it did not have (deduplicated by message id), oldest first.
+    case historyMerged(room: RoomName, records: [ChatMessageRecord])
     /// The MQTT connection changed state.
     case connection(MQTTConnectionState)
 }

@@ -30,6 +30,19 @@ public struct ChatInboundInterpreter: Sendable {
         }
         let envelope: ProtoEnvelope
         do { envelope = try ProtoEnvelope(serializedBytes: payload) } catch { throw .undecodablePayload(topic: topic) }
+        return try interpret(envelope, parsed: parsed, topic: topic)
+    }
+
+    /// Interprets an envelope that was already decoded, as if it had arrived on `topic` (for example one of the
+    /// envelopes of a room history response, checked against the room's message topic).
+    public func interpret(topic: String, envelope: ProtoEnvelope) throws(ChatInboundError) -> ChatInbound {
+        guard let parsed = topics.parse(topic) else { throw .unknownTopic(topic) }
+        return try interpret(envelope, parsed: parsed, topic: topic)
+    }
+
+    private func interpret(_ envelope: ProtoEnvelope, parsed: ChatTopic, topic: String) throws(ChatInboundError)
+        -> ChatInbound
+    {
         let sender: UserID
         do { sender = try UserID(envelope.senderID) } catch { throw .invalidSender(envelope.senderID) }
 

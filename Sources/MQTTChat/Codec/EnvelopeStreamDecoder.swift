@@ -52,6 +52,11 @@ public struct EnvelopeStreamDecoder: Sendable {
     public static func frame(_ envelope: ProtoEnvelope) throws(EnvelopeFramingError) -> [UInt8] {
         let body: [UInt8]
         do { body = try envelope.serializedBytes() } catch { throw .encodingFailed }
+        return frame(serializedEnvelope: body)
+    }
+
+    /// Frames an envelope that is already serialized: its length as a varint, then `body`.
+    public static func frame(serializedEnvelope body: [UInt8]) -> [UInt8] {
         var framed: [UInt8] = []
         framed.reserveCapacity(body.count + 5)
         var length = UInt64(body.count)

@@ -35,6 +35,12 @@ public struct ChatTopics: Sendable, Hashable {
         "\(root)/rooms/\(room.rawValue)/members/+"
     }
 
+    /// `<root>/rooms/<room>/history`: MQTT 5 requests to a room history service ("messages since X"), answered on
+    /// the requester's response topic. Not a chat topic: ``parse(_:)`` returns `nil` for it.
+    public func historyRequests(of room: RoomName) -> String {
+        "\(root)/rooms/\(room.rawValue)/history"
+    }
+
     /// `<root>/users/+/status`: every user's status.
     public var allStatusesFilter: String { "\(root)/users/+/status" }
 

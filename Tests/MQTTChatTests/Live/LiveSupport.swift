@@ -39,9 +39,10 @@ func eventually(timeout: Duration = .seconds(5), _ condition: @Sendable () async
 }
 
 /// A chat client for a test broker: in-memory history, no heartbeats unless asked, no reconnect surprises.
-func makeChatClient(_ id: String, name: String, port: Int, heartbeat: Duration? = nil, reconnect: Bool = true)
-    throws -> ChatClient
-{
+func makeChatClient(
+    _ id: String, name: String, port: Int, heartbeat: Duration? = nil, reconnect: Bool = true,
+    configure: (inout ChatClientConfiguration) -> Void = { _ in }
+) throws -> ChatClient {
     var configuration = ChatClientConfiguration(
         userID: try UserID(id), profile: UserProfile(name: name, level: 5, iconURL: "icon-\(id)"), port: port)
     configuration.history = .inMemory
@@ -49,6 +50,7 @@ func makeChatClient(_ id: String, name: String, port: Int, heartbeat: Duration? 
     configuration.mqtt.keepAlive = .seconds(5)
     configuration.mqtt.reconnect =
         reconnect ? .exponential(initial: .milliseconds(100), maximum: .seconds(1), jitter: false) : .disabled
+    configure(&configuration)
     return try ChatClient(configuration: configuration)
 }
 
@@ -61,7 +63,50 @@ extension ChatEvent {
     var record: ChatMessageRecord? {
         switch self {
         case .text(let record), .gift(let record), .directMessage(let record): record
-        case .joined, .left, .presenceChanged, .connection: nil
+        case .joined, .left, .presenceChanged, .connection, .historyMerged: nil
         }
     }
+}
+
+/// Every message a plain MQTT client receives, kept for a test to look at.
+actor ReceivedMessages {
+    private var all: [MQTTMessage] = []
+    private var task: Task<Void, Never>?
+
+    /// Starts collecting `client`'s messages (call before subscribing).
+    init(_ client: MQTTClient) async {
+        let stream = client.messages()
+        task = Task { [weak self] in
+            for await message in stream { await self?.append(message) }
+        }
+    }
+
+    private func append(_ message: MQTTMessage) { all.append(message) }
+
+    /// The envelope types received, in order (messages that are not envelopes are left out).
+    func types(on topic: String? = nil) -> [ProtoMessageType] {
+        all.filter { topic == nil || $0.topic == topic }.compactMap { message in
+            message.payload.isEmpty ? nil : (try? ProtoEnvelope(serializedBytes: message.payload))?.type
+        }
+    }
+
+    /// The received messages whose envelope has `type`.
+    func messages(of type: ProtoMessageType) -> [MQTTMessage] {
+        all.filter { !$0.payload.isEmpty && (try? ProtoEnvelope(serializedBytes: $0.payload))?.type == type }
+    }
+
+    func stop() { task?.cancel() }
+}
+
+/// A plain MQTT 5 client on `port`; with `sessionExpiry` it keeps (and resumes) a persistent session.
+func rawV5Client(_ id: String, port: Int, sessionExpiry: UInt32? = nil) throws -> MQTTClient {
+    var configuration = MQTTClientConfiguration(clientID: id, port: port)
+    configuration.protocolVersion = .v5
+    configuration.keepAlive = .seconds(5)
+    configuration.reconnect = .disabled
+    if let sessionExpiry {
+        configuration.cleanSession = false
+        configuration.sessionExpiryInterval = sessionExpiry
+    }
+    return try MQTTClient(configuration: configuration)
 }

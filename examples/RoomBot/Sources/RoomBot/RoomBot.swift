@@ -3,7 +3,9 @@ import MQTTChat
 import MQTTClient
 
 /// A room bot built on `ChatClient`: it welcomes everyone who joins its room, counts the gifts people send,
-/// and posts the gift leaderboard when someone says `/top`.
+/// and posts the gift leaderboard when someone says `/top`. Beside it runs a `RoomHistoryService` (its own MQTT 5
+/// connection, client id `<name>-history`) that keeps the room's last `--history` messages (default 100) and
+/// answers late joiners' "messages since X" requests; without MQTT 5 the bot runs without it.
 ///
 ///     swift run RoomBot --room lobby -p 1883
 ///     mqttchat chat --room lobby --name alice -p 1883     # then: /gift rose 3, /top
@@ -34,7 +36,8 @@ enum RoomBot {
             let events = await client.events()  // before connecting, so nothing is missed
             try await client.connect()
             try await client.join(room)
-            stopOnSignals(client, room: room)
+            let service = await startHistoryService(options, room: room)
+            stopOnSignals(client, room: room, service: service)
             say("RoomBot ready in #\(room) as \(id)")
             await serve(events, client: client, room: room)
         } catch {
@@ -74,13 +77,34 @@ enum RoomBot {
         }
     }
 
+    /// Starts the room history service, or says why there is none (`--history 0`, or a broker without MQTT 5).
+    static func startHistoryService(_ options: BotOptions, room: RoomName) async -> RoomHistoryService? {
+        guard options.history > 0 else { return nil }
+        var configuration = RoomHistoryServiceConfiguration(
+            clientID: "\(options.name)-history", rooms: [room], capacity: options.history, host: options.host,
+            port: options.port)
+        configuration.mqtt.username = options.username
+        configuration.mqtt.password = options.password
+        do {
+            let service = try RoomHistoryService(configuration: configuration)
+            try await service.start()
+            say("RoomBot keeps the last \(options.history) messages of #\(room) for late joiners")
+            return service
+        } catch {
+            FileHandle.standardError.write(Data("RoomBot: no room history service: \(error)\n".utf8))
+            return nil
+        }
+    }
+
     /// On SIGINT or SIGTERM: leave the room and disconnect cleanly (others see "left", not "went offline").
-    static func stopOnSignals(_ client: ChatClient, room: RoomName) {
+    static func stopOnSignals(_ client: ChatClient, room: RoomName, service: RoomHistoryService?) {
         for signalNumber in [SIGINT, SIGTERM] {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler {
                 Task {
+                    // The service first: the client's disconnect ends `serve`, and with it `main`.
+                    await service?.stop()
                     try? await client.leave(room)
                     await client.disconnect()
                     say("RoomBot stopped")
