@@ -5,8 +5,10 @@ import NIOCore
 struct Version5Route {
     /// The RETAIN flag the message was published with (Retain As Published forwards it).
     var publishedRetained: Bool
-    /// The connection it came from, if any (No Local compares sessions; back-pressure holds it).
+    /// The connection it came from, if any (back-pressure holds it).
     var publisher: BrokerConnectionHandler?
+    /// The session that published it (No Local compares sessions): the publisher's, or a will's owner.
+    var publishingSession: BrokerSession?
 }
 
 /// MQTT 5 in the core (MQTT 5.0 3.3.4, 3.8.3.1, 3.1.2.5, 3.1.3.2.2): deliveries shaped by subscription options
@@ -20,7 +22,7 @@ extension BrokerCore {
     ) {
         var match = SubscriptionMatch(grantedQoS: grantedQoS, retainAsPublished: false, identifiers: [])
         if !session.subscriptionOptions.isEmpty {
-            let ownMessage = context.publisher?.session === session
+            let ownMessage = context.publishingSession === session
             guard let resolved = SubscriptionMatch.resolve(
                 topic: message.topic, subscriptions: session.subscriptions, options: session.subscriptionOptions,
                 publishedBySameSession: ownMessage)
@@ -117,14 +119,14 @@ extension BrokerCore {
         let message = willMessage(will)
         let delay = will.properties.willDelayInterval ?? 0
         guard delay > 0, !session.cleanSession, sessions.session(forKey: session.key) === session else {
-            route(message)
+            route(message, fromSession: session)
             return
         }
         session.delayedWill?.task.cancel()
         let task = eventLoop.assumeIsolated().scheduleTask(in: .seconds(Int64(delay))) { [self] in
             guard let delayed = session.delayedWill else { return }
             session.delayedWill = nil
-            self.route(delayed.message)
+            self.route(delayed.message, fromSession: session)
             self.flushDirty()
         }
         session.delayedWill = DelayedWill(task: task, message: message)
@@ -151,7 +153,7 @@ extension BrokerCore {
             if let delayed = session.delayedWill {
                 delayed.task.cancel()
                 session.delayedWill = nil
-                self.route(delayed.message)
+                self.route(delayed.message, fromSession: session)
             }
             self.logger.debug("session expired", metadata: ["client": "\(session.clientID)"])
             self.removeSession(session)

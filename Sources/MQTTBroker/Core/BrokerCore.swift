@@ -161,7 +161,11 @@ final class BrokerCore {
     /// (MQTT-3.3.1-9). An empty retained message deletes the stored one and is still forwarded.
     /// `publisher` is the connection the message came from, if any: it is paused when the message leaves an online
     /// session's queue above its high watermark (publisher back-pressure, see ``PublisherBackpressure``).
-    func route(_ message: consuming BrokerMessage, from publisher: BrokerConnectionHandler? = nil) {
+    /// `fromSession` names the publishing session when there is no connection: a will, for No Local.
+    func route(
+        _ message: consuming BrokerMessage, from publisher: BrokerConnectionHandler? = nil,
+        fromSession: BrokerSession? = nil
+    ) {
         // Taken, not borrowed, and changed in place: a copy of the message here costs a retain and a release of its
         // topic and payload per publish.
         // QoS 1/2 and retained messages may be kept (in flight, queued, retained): not as slices of a read buffer.
@@ -185,7 +189,9 @@ final class BrokerCore {
             guard let session = sessions.session(forKey: key) else { return }
             guard session.accessPolicy.mayReceive(forwarded.topic) else { return }  // read ACL per message
             if session.protocolVersion == .v5 {  // options, identifiers, properties: BrokerCore+Version5
-                let context = Version5Route(publishedRetained: publishedRetained, publisher: publisher)
+                let context = Version5Route(
+                    publishedRetained: publishedRetained, publisher: publisher,
+                    publishingSession: publisher?.session ?? fromSession)
                 deliverVersion5(forwarded, grantedQoS: grantedQoS, to: session, context, recorder: &recorder)
                 return
             }
@@ -216,7 +222,9 @@ final class BrokerCore {
         }
         publisher?.routeHint = routeHint
         if !sharedSubscriptions.isEmpty {
-            let context = Version5Route(publishedRetained: publishedRetained, publisher: publisher)
+            let context = Version5Route(
+                    publishedRetained: publishedRetained, publisher: publisher,
+                    publishingSession: publisher?.session ?? fromSession)
             deliverShared(forwarded, context, recorder: &recorder)
         }
         recorder?.finish()
