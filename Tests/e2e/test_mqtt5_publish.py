@@ -366,3 +366,37 @@ def test_retained_across_versions(broker, raw5_factory, raw_factory):
     got = {p.topic: p for p in late5.publishes(2)}
     assert got[base + "/from311"].payload == b"three" and got[base + "/from311"].retain
     assert got[base + "/from5"].payload == b"five" and got[base + "/from5"].props.user == [("k", "v")]
+
+
+def test_server_topic_aliases_within_the_client_maximum(broker, raw5_factory, broker_kind):
+    # 3.3.2.3.4: a client's Topic Alias Maximum lets the server alias topics towards it. Whatever a server chooses,
+    # a PUBLISH either names its topic or uses an alias it set earlier on that connection, never above the maximum.
+    # Ours aliases the first two topics (maximum 2) and sends the third in full; mosquitto 2.0.11 never aliases.
+    root = unique("sta")
+    sub = raw5_factory(broker)
+    sub.connect_ok(cid("sta"), props=[(m5.TOPIC_ALIAS_MAXIMUM, 2)])
+    assert sub.subscribe([(f"{root}/#", 1)]) == [1]
+    pub = raw5_factory(broker)
+    pub.connect_ok(cid("stap"))
+    sent = [f"{root}/a", f"{root}/a", f"{root}/b", f"{root}/c", f"{root}/a", f"{root}/b", f"{root}/c"]
+    for topic in sent:
+        pub.publish(topic, topic.encode(), 1)
+    received = sub.publishes(len(sent))
+    known: dict[int, str] = {}
+    resolved = []
+    for p in received:
+        alias = p.props.get(m5.TOPIC_ALIAS)
+        if alias is None:
+            assert p.topic, p
+            resolved.append(p.topic)
+            continue
+        assert 1 <= alias <= 2, p
+        if p.topic:
+            known[alias] = p.topic
+        assert alias in known, ("alias used before it was set", p)
+        resolved.append(known[alias])
+    assert resolved == sent
+    assert [p.payload.decode() for p in received] == sent
+    if broker_kind == "mqttchat":
+        assert [p.topic for p in received] == [sent[0], "", sent[2], sent[3], "", "", sent[3]]
+        assert [p.props.get(m5.TOPIC_ALIAS) for p in received] == [1, 1, 2, None, 1, 2, None]

@@ -115,8 +115,13 @@ extension BrokerConnectionHandler {
         if let secondsLeft = delivery.message.secondsLeft(at: core.now) {
             properties.entries.append(.messageExpiryInterval(max(secondsLeft, 1)))
         }
+        var topic = delivery.message.topic
+        if let (alias, known) = outboundTopicAliases.alias(for: topic) {
+            properties.entries.append(.topicAlias(alias))
+            if known { topic = "" }
+        }
         let packet = PublishPacket(
-            topic: delivery.message.topic, payload: delivery.message.payload, qos: delivery.qos, retain: delivery.retain,
+            topic: topic, payload: delivery.message.payload, qos: delivery.qos, retain: delivery.retain,
             dup: delivery.dup, packetID: delivery.packetID, properties: properties)
         let written = encodeIntoOutput(describing: "PUBLISH") { (buffer) throws(MQTTCodecError) in
             try MQTTPacketEncoder.encode(.publish(packet), protocolVersion: .v5, into: &buffer)

@@ -39,6 +39,8 @@ final class BrokerConnectionHandler {
     @exclusivity(unchecked) private(set) var will: ConnectPacket.Will?
     /// The topic aliases an MQTT 5 client set on this connection (MQTT 5.0 3.3.2.3.4).
     @exclusivity(unchecked) var topicAliases = TopicAliases()
+    /// The topic aliases the broker sets towards an MQTT 5 client that allows them.
+    @exclusivity(unchecked) var outboundTopicAliases = OutboundTopicAliases()
     /// What was written since the last flush (coalesced small packets, bytes handed over, dirty flags).
     @exclusivity(unchecked) var output = ConnectionOutput()
     /// Bounds the output the client has not read (slow consumer policy, ``ConnectionFlowControl``).
@@ -301,6 +303,7 @@ final class BrokerConnectionHandler {
     /// MQTT 5 client) replaces the connect timeout.
     func connectAccepted(_ connect: ConnectPacket, will: ConnectPacket.Will?, keepAliveSeconds: UInt16) {
         decoder.protocolVersion = connect.protocolVersion
+        outboundTopicAliases = OutboundTopicAliases(maximum: connect.properties.topicAliasMaximum ?? 0)
         self.will = will
         stateMachine.connectAccepted(keepAliveSeconds: keepAliveSeconds, now: core.eventLoop.now)
         armTimer()

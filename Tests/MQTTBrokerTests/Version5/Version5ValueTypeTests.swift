@@ -39,6 +39,18 @@ struct Version5ValueTypeTests {
         #expect(aliases.resolve(topic: "", alias: nil, maximum: 2) == .failure(.unknownTopicAlias(0)))
     }
 
+    @Test("outbound aliases: new topics get the next alias up to the client's maximum, then go out in full")
+    func outboundTopicAliases() {
+        var none = OutboundTopicAliases()
+        #expect(none.alias(for: "a") == nil)
+        var aliases = OutboundTopicAliases(maximum: 2)
+        #expect(aliases.alias(for: "a").map { [Int($0.alias), $0.known ? 1 : 0] } == [1, 0])
+        #expect(aliases.alias(for: "a").map { [Int($0.alias), $0.known ? 1 : 0] } == [1, 1])
+        #expect(aliases.alias(for: "b").map { [Int($0.alias), $0.known ? 1 : 0] } == [2, 0])
+        #expect(aliases.alias(for: "c") == nil)
+        #expect(aliases.alias(for: "b").map { [Int($0.alias), $0.known ? 1 : 0] } == [2, 1])
+    }
+
     @Test("a delivery to a session with options: No Local, Retain As Published and identifiers of every match")
     func subscriptionMatch() {
         let subscriptions: [UTF8Key<String>: QoS] = ["a/#": .atMostOnce, "a/+": .exactlyOnce, "$share/g/a/b": .atLeastOnce]
