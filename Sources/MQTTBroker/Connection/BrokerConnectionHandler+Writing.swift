@@ -29,6 +29,17 @@ extension BrokerConnectionHandler {
         noteWritten(written)
     }
 
+    /// Writes an MQTT 5 AUTH packet (enhanced authentication) without flushing.
+    func write(_ auth: AuthPacket) {
+        guard transport != nil else { return }
+        let written = encodeIntoOutput(describing: "AUTH") { (buffer) throws(MQTTCodecError) in
+            try MQTTPacketEncoder.encode(auth, into: &buffer)
+        }
+        guard written > 0 else { return }
+        output.holdsOnlyAcknowledgements = false
+        noteWritten(written)
+    }
+
     /// Writes a PUBACK, PUBREC, PUBREL or PUBCOMP without flushing: its four bytes straight into the coalescing
     /// buffer, with no packet value to build, switch over and destroy (a QoS 2 message takes three).
     func writeAcknowledgement(_ acknowledgement: MQTTAcknowledgement) {

@@ -39,6 +39,8 @@ final class BrokerConnectionHandler {
     @exclusivity(unchecked) private(set) var will: ConnectPacket.Will?
     /// The topic aliases an MQTT 5 client set on this connection (MQTT 5.0 3.3.2.3.4).
     @exclusivity(unchecked) var topicAliases = TopicAliases()
+    /// A CONNECT in the middle of enhanced authentication (``AuthHandler``).
+    @exclusivity(unchecked) var pendingAuthentication: PendingAuthentication?
     /// The topic aliases the broker sets towards an MQTT 5 client that allows them.
     @exclusivity(unchecked) var outboundTopicAliases = OutboundTopicAliases()
     /// What was written since the last flush (coalesced small packets, bytes handed over, dirty flags).
@@ -246,11 +248,20 @@ final class BrokerConnectionHandler {
                 guard let decoded = try decoder.decode(from: &buffer) else { return }
                 packet = decoded
             } catch {
+                if error == .unexpectedAuthPacket, decodeAuthentication(from: &buffer) { continue }
                 rejectMalformed(error)
                 return
             }
             handle(consume packet, receivedAt: now)
         }
+    }
+
+    /// Decodes and handles the AUTH packet at the front of `buffer` (the plain decoder refuses it); false when it
+    /// cannot be decoded, which the caller then reports.
+    private func decodeAuthentication(from buffer: inout ByteBuffer) -> Bool {
+        guard case .auth(let auth)?? = try? decoder.decodePacketOrAuth(from: &buffer) else { return false }
+        AuthHandler.handle(auth, on: self)
+        return true
     }
 
     /// The codec refused the bytes. Before CONNECT was accepted, an error that has a CONNACK code (e.g. an
@@ -307,6 +318,11 @@ final class BrokerConnectionHandler {
         self.will = will
         stateMachine.connectAccepted(keepAliveSeconds: keepAliveSeconds, now: core.eventLoop.now)
         armTimer()
+    }
+
+    /// Enhanced authentication began: the client's AUTH packets arrive before CONNECT is accepted, in MQTT 5 form.
+    func decodeVersion5BeforeConnAck() {
+        decoder.protocolVersion = .v5
     }
 
     /// Forgets the will: the connection is taken over by a client that continues its session.

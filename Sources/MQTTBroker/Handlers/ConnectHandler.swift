@@ -16,14 +16,21 @@ enum ConnectHandler {
             }
             connect = identified
         }
-        if let method = connect.properties.authenticationMethod {
-            // Enhanced authentication (MQTT 5.0 4.12) with a method this broker does not offer.
-            connection.logger.notice("CONNECT refused: unsupported authentication method", metadata: ["method": "\(method)"])
-            refuse(.badAuthenticationMethod, on: connection)
+        if connect.properties.authenticationMethod != nil {
+            AuthHandler.start(connect, on: connection)  // enhanced authentication (MQTT 5.0 4.12): SCRAM-SHA-512
             return
         }
+        proceed(connect, on: connection)
+    }
+
+    /// CONNECT once authenticated, or to be authenticated by user name and password: the session, CONNACK (with
+    /// `extraProperties`, e.g. the last step of enhanced authentication) and what the session owes the client.
+    static func proceed(
+        _ connect: ConnectPacket, on connection: BrokerConnectionHandler, enhancedAuthentication: Bool = false,
+        extraProperties: [MQTTProperty] = []
+    ) {
         let core = connection.core
-        switch decide(connect, connection: connection, core: core) {
+        switch decide(connect, connection: connection, core: core, authenticated: enhancedAuthentication) {
         case .rejected(let code):
             refuse(code, on: connection)
         case .accepted(let session, let sessionPresent, let assignedClientID):
@@ -54,6 +61,7 @@ enum ConnectHandler {
                 connack.properties = ConnAckProperties.make(
                     for: connect, configuration: core.configuration, assignedClientID: assignedClientID,
                     keepAliveSeconds: keepAlive)
+                connack.properties.entries += extraProperties
             }
             connection.write(.connack(connack))
             core.resumeDelivery(for: session)
@@ -61,7 +69,7 @@ enum ConnectHandler {
     }
 
     /// CONNACK with `code`, then the connection closes.
-    private static func refuse(_ code: MQTTReasonCode, on connection: BrokerConnectionHandler) {
+    static func refuse(_ code: MQTTReasonCode, on connection: BrokerConnectionHandler) {
         connection.write(.connack(ConnAckPacket(sessionPresent: false, reasonCode: code)))
         connection.close(.connectRejected(ConnectReturnCode(code)))
     }
@@ -77,7 +85,9 @@ enum ConnectHandler {
 
     /// MQTT 3.1.1 section 3.1.4 and MQTT 5.0 section 3.1.4: authentication, client identifier rules, takeover of
     /// an existing connection, and session creation, resumption or discarding.
-    static func decide(_ packet: ConnectPacket, connection: BrokerConnectionHandler, core: BrokerCore) -> Decision {
+    static func decide(
+        _ packet: ConnectPacket, connection: BrokerConnectionHandler, core: BrokerCore, authenticated: Bool = false
+    ) -> Decision {
         core.eventLoop.assertInEventLoop()
         let sessions = core.sessions
         let lifetime = SessionLifetime(packet, persistentClientExpiration: core.configuration.persistentClientExpiration)
@@ -93,7 +103,7 @@ enum ConnectHandler {
             assignedClientID = clientID
         }
         // use_identity_as_username: the verified client certificate authenticated the client.
-        if !connection.usesCertificateIdentity,
+        if !connection.usesCertificateIdentity, !authenticated,
             let refusal = authenticate(packet, clientID: clientID, configuration: core.configuration)
         {
             return .rejected(refusal)
