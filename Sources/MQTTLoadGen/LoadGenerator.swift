@@ -1,4 +1,5 @@
 import MQTTCore
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -110,7 +111,12 @@ private struct RunSession {
         }
     }
 
-    private func awaitConnected<T: Sendable>(_ futures: [EventLoopFuture<T>]) async throws(LoadGenError) -> [T] {
+    /// The opened connections. A connection that its handler already closed (its CONNACK was a refusal, say) has
+    /// no handler left to find by the time it is opened: then the reason its `ready` promise failed with is the
+    /// error, not the missing handler.
+    private func awaitConnected<T: Sendable>(
+        _ futures: [EventLoopFuture<T>], ready: [EventLoopFuture<Void>] = []
+    ) async throws(LoadGenError) -> [T] {
         var values: [T] = []
         for future in futures {
             do {
@@ -118,10 +124,28 @@ private struct RunSession {
             } catch let error as LoadGenError {
                 throw error
             } catch {
+                if let cause = await firstFailure(of: ready) { throw cause }
                 throw .connectFailed(host: config.host, port: config.port, reason: "\(error)")
             }
         }
         return values
+    }
+
+    /// The first `LoadGenError` among the futures that have failed within the connect timeout.
+    private func firstFailure(of futures: [EventLoopFuture<Void>]) async -> LoadGenError? {
+        let first = NIOLockedValueBox<LoadGenError?>(nil)
+        for future in futures {
+            future.whenFailure { error in
+                guard let error = error as? LoadGenError else { return }
+                first.withLockedValue { if $0 == nil { $0 = error } }
+            }
+        }
+        let deadline = ContinuousClock.now + .nanoseconds(Int64(config.connectTimeout * 1e9))
+        while ContinuousClock.now < deadline {
+            if let error = first.withLockedValue({ $0 }) { return error }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return first.withLockedValue { $0 }
     }
 
     private func waitReady(_ futures: [EventLoopFuture<Void>], phase: String) async throws(LoadGenError) {
@@ -188,7 +212,7 @@ private struct RunSession {
                 subscriberConnects.append(
                     connect { try SubscriberHandler(plan: plan, counters: counters, ready: ready, drained: drained) })
             }
-            let subscribers = try await awaitConnected(subscriberConnects)
+            let subscribers = try await awaitConnected(subscriberConnects, ready: subscriberReady)
             channels += subscribers.map(\.0)
             try await waitReady(subscriberReady, phase: "subscribing")
 
@@ -213,7 +237,7 @@ private struct RunSession {
                 publisherConnects.append(
                     connect { try PublisherHandler(plan: plan, counters: counters, ready: ready, done: done) })
             }
-            let publishers = try await awaitConnected(publisherConnects)
+            let publishers = try await awaitConnected(publisherConnects, ready: publisherReady)
             channels += publishers.map(\.0)
             try await waitReady(publisherReady, phase: "connecting publishers")
 

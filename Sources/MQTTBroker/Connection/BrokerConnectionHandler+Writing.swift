@@ -86,7 +86,8 @@ extension BrokerConnectionHandler {
     /// payload written behind it as its own (shared, not copied) buffer.
     func writePublish(_ delivery: OutboundDelivery) {
         guard let transport else { return }
-        if protocolVersion == .v5 {
+        let version5 = protocolVersion == .v5
+        if version5, !takesFastVersion5Path(delivery) {
             writePublishVersion5(delivery)
             return
         }
@@ -95,7 +96,7 @@ extension BrokerConnectionHandler {
         var headerBytes = 0
         withOutput { buffer in
             let start = buffer.writerIndex
-            PublishEncoding.write(delivery, includingPayload: inline, into: &buffer)
+            PublishEncoding.write(delivery, includingPayload: inline, version5: version5, into: &buffer)
             headerBytes = buffer.writerIndex - start
         }
         if !inline {
@@ -117,6 +118,12 @@ extension BrokerConnectionHandler {
             withOutput { $0.writeImmutableBuffer(encoded.head) }
         }
         notePublishWritten(bytes: encoded.byteCount)
+    }
+
+    /// Whether an MQTT 5 `delivery` to this connection is written as the 3.1.1 layout plus an empty property list
+    /// (``PublishEncoding/isPropertyFree(_:)``, and no topic aliases set towards this client).
+    func takesFastVersion5Path(_ delivery: OutboundDelivery) -> Bool {
+        outboundTopicAliases.maximum == 0 && PublishEncoding.isPropertyFree(delivery)
     }
 
     /// Writes an MQTT 5 PUBLISH without flushing: its properties (which differ per message, and per subscriber in

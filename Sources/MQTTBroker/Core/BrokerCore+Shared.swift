@@ -4,6 +4,7 @@ import MQTTCore
 /// member whose turn it is, with that member's options.
 extension BrokerCore {
     func deliverShared(_ message: BrokerMessage, _ context: Version5Route, recorder: inout RouteRecorder?) {
+        var sharedQoS0V5: PublishEncoding.Encoded?
         sharedSubscriptions.forEachDelivery(topic: message.topic) { key in
             guard let session = sessions.session(forKey: key), session.accessPolicy.mayReceive(message.topic) else {
                 return .excluded
@@ -17,7 +18,7 @@ extension BrokerCore {
             let match = SubscriptionMatch(
                 grantedQoS: qos, retainAsPublished: options.retainAsPublished,
                 identifiers: options.identifier.map { [$0] } ?? [])
-            deliver(message, match: match, to: session, context, recorder: &recorder)
+            deliver(message, match: match, to: session, context, recorder: &recorder, sharedQoS0: &sharedQoS0V5)
         }
     }
 }

@@ -18,7 +18,7 @@ extension BrokerCore {
     /// the session's matching subscriptions, and nothing bigger than the client accepts.
     func deliverVersion5(
         _ message: BrokerMessage, grantedQoS: QoS, to session: BrokerSession, _ context: Version5Route,
-        recorder: inout RouteRecorder?
+        recorder: inout RouteRecorder?, sharedQoS0: inout PublishEncoding.Encoded?
     ) {
         var match = SubscriptionMatch(grantedQoS: grantedQoS, retainAsPublished: false, identifiers: [])
         if !session.subscriptionOptions.isEmpty {
@@ -29,7 +29,7 @@ extension BrokerCore {
             else { return }
             match = resolved
         }
-        deliver(message, match: match, to: session, context, recorder: &recorder)
+        deliver(message, match: match, to: session, context, recorder: &recorder, sharedQoS0: &sharedQoS0)
     }
 
     /// Offers `message` to `session` as `match` says (QoS, RETAIN, identifiers) and writes it if it goes out now:
@@ -40,34 +40,56 @@ extension BrokerCore {
     /// carries the Subscription Identifier property twice as a duplicate property.
     func deliver(
         _ message: BrokerMessage, match: SubscriptionMatch, to session: BrokerSession, _ context: Version5Route,
-        recorder: inout RouteRecorder?
+        recorder: inout RouteRecorder?, sharedQoS0: inout PublishEncoding.Encoded?
     ) {
         guard match.identifiers.count > 1 else {
-            deliverCopy(message, match: match, to: session, context, recorder: &recorder)
+            deliverCopy(message, match: match, to: session, context, recorder: &recorder, sharedQoS0: &sharedQoS0)
             return
         }
         for identifier in match.identifiers {
             var single = match
             single.identifiers = [identifier]
-            deliverCopy(message, match: single, to: session, context, recorder: &recorder)
+            deliverCopy(message, match: single, to: session, context, recorder: &recorder, sharedQoS0: &sharedQoS0)
         }
     }
 
+    /// `sharedQoS0` is the route's MQTT 5 encoding of a property-free QoS 0 copy: every such copy is
+    /// byte-identical, so it is encoded once and its buffers shared, as for 3.1.1 subscribers.
     private func deliverCopy(
         _ message: BrokerMessage, match: SubscriptionMatch, to session: BrokerSession, _ context: Version5Route,
-        recorder: inout RouteRecorder?
+        recorder: inout RouteRecorder?, sharedQoS0: inout PublishEncoding.Encoded?
     ) {
+        guard !match.identifiers.isEmpty else {  // the message as routed: no copy (and its reference counting)
+            offer(message, match: match, to: session, context, recorder: &recorder, sharedQoS0: &sharedQoS0)
+            return
+        }
         var copy = message
         for identifier in match.identifiers {
             copy.properties.entries.append(.subscriptionIdentifier(identifier))
         }
+        offer(copy, match: match, to: session, context, recorder: &recorder, sharedQoS0: &sharedQoS0)
+    }
+
+    private func offer(
+        _ message: BrokerMessage, match: SubscriptionMatch, to session: BrokerSession, _ context: Version5Route,
+        recorder: inout RouteRecorder?, sharedQoS0: inout PublishEncoding.Encoded?
+    ) {
         let qos = min(message.qos, match.grantedQoS)
-        guard fits(copy, qos: qos, in: session) else { return }
+        guard session.maximumPacketSize == nil || fits(message, qos: qos, in: session) else { return }
         let retain = match.retainAsPublished && context.publishedRetained
-        switch session.outbound.enqueue(copy, qos: qos, retain: retain) {
+        switch session.outbound.enqueue(message, qos: qos, retain: retain) {
         case .send(let delivery):
             if recorder?.handles(delivery, for: session) == true { return }
-            session.connection?.writePublish(delivery)
+            guard let connection = session.connection else { return }
+            if delivery.qos == .atMostOnce, !delivery.retain, connection.protocolVersion == .v5,
+                connection.takesFastVersion5Path(delivery)
+            {
+                let encoded = sharedQoS0 ?? PublishEncoding.encode(delivery, allocator: allocator, version5: true)
+                sharedQoS0 = encoded
+                connection.writeEncodedPublish(encoded)
+            } else {
+                connection.writePublish(delivery)
+            }
         case .queued:
             recorder?.queued(qos, for: session)
             backpressure.holdBack(context.publisher, for: session, qos: qos, core: self)

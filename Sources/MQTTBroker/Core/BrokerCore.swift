@@ -182,6 +182,7 @@ final class BrokerCore {
         // A `let` the closure below borrows; it would copy a `var` it captured for every session it enqueues to.
         let forwarded = consume message
         var sharedQoS0: PublishEncoding.Encoded?
+        var sharedQoS0V5: PublishEncoding.Encoded?
         // A publisher's connection keeps the route it found last: its next message to the same topic skips the
         // route cache's hash of the topic. Moved out and back, not copied, so it costs no reference counting.
         var routeHint = publisher?.routeHint.take()
@@ -192,7 +193,9 @@ final class BrokerCore {
                 let context = Version5Route(
                     publishedRetained: publishedRetained, publisher: publisher,
                     publishingSession: publisher?.session ?? fromSession)
-                deliverVersion5(forwarded, grantedQoS: grantedQoS, to: session, context, recorder: &recorder)
+                deliverVersion5(
+                    forwarded, grantedQoS: grantedQoS, to: session, context, recorder: &recorder,
+                    sharedQoS0: &sharedQoS0V5)
                 return
             }
             let qos = min(forwarded.qos, grantedQoS)
@@ -272,9 +275,12 @@ final class BrokerCore {
     }
 
     /// Whether any session subscribes to a filter matching `topic` (MQTT 5's PUBACK says 0x10 when none does).
-    func hasSubscriber(matching topic: String) -> Bool {
+    /// `publisher`'s route hint spares the route cache's hash, as in ``route(_:from:fromSession:)`` right after.
+    func hasSubscriber(matching topic: String, from publisher: BrokerConnectionHandler? = nil) -> Bool {
         var found = false
-        subscriptionIndex.forEachMatch(topic: topic) { _, _ in found = true }
+        var hint = publisher?.routeHint.take()
+        subscriptionIndex.forEachMatch(topic: topic, hint: &hint) { _, _ in found = true }
+        publisher?.routeHint = hint
         if !found, !sharedSubscriptions.isEmpty {
             found = sharedSubscriptions.hasGroup(matching: topic)
         }

@@ -50,8 +50,10 @@ extension PublishHandler {
 
     /// The reason code of the PUBACK or PUBREC for an MQTT 5 publish (MQTT 5.0 3.4.2.1): not authorized when the
     /// ACL (or `$SYS`) refuses it, no matching subscribers when nobody receives it, as mosquitto reports them.
-    static func version5ReasonCode(topic: String, routable: Bool, core: BrokerCore) -> MQTTReasonCode {
+    static func version5ReasonCode(
+        topic: String, routable: Bool, on connection: BrokerConnectionHandler
+    ) -> MQTTReasonCode {
         guard routable else { return .notAuthorized }
-        return core.hasSubscriber(matching: topic) ? .success : .noMatchingSubscribers
+        return connection.core.hasSubscriber(matching: topic, from: connection) ? .success : .noMatchingSubscribers
     }
 }

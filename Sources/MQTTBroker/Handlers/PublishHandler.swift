@@ -51,7 +51,7 @@ enum PublishHandler {
         var reasonCode = MQTTReasonCode.success
         if connection.protocolVersion == .v5, publish.qos != .atMostOnce {
             reasonCode = payloadFormatInvalid
-                ? .payloadFormatInvalid : version5ReasonCode(topic: message.topic, routable: routable, core: core)
+                ? .payloadFormatInvalid : version5ReasonCode(topic: message.topic, routable: routable, on: connection)
         }
         let forwards = routable && !payloadFormatInvalid
         let storage = core.storage

@@ -20,14 +20,22 @@ enum PublishEncoding {
         var byteCount: Int { head.readableBytes + (payload?.readableBytes ?? 0) }
     }
 
-    /// Encodes `delivery` for a 3.1/3.1.1 client into buffers of its own (to share between subscribers).
-    static func encode(_ delivery: OutboundDelivery, allocator: ByteBufferAllocator) -> Encoded {
+    /// Encodes `delivery` for a 3.1/3.1.1 client (or, with `version5`, for an MQTT 5 client when it carries no
+    /// properties) into buffers of its own (to share between subscribers).
+    static func encode(_ delivery: OutboundDelivery, allocator: ByteBufferAllocator, version5: Bool = false) -> Encoded {
         let topicLength = delivery.message.topic.utf8.count
         let payloadLength = delivery.message.payload.readableBytes
         let inline = payloadLength <= inlinePayloadLimit
-        var head = allocator.buffer(capacity: 5 + 2 + topicLength + 2 + (inline ? payloadLength : 0))
-        write(delivery, includingPayload: inline, into: &head)
+        var head = allocator.buffer(capacity: 5 + 2 + topicLength + 2 + 1 + (inline ? payloadLength : 0))
+        write(delivery, includingPayload: inline, version5: version5, into: &head)
         return Encoded(head: head, payload: inline ? nil : delivery.message.payload)
+    }
+
+    /// Whether `delivery` can take the fast path to an MQTT 5 client: nothing to say but an empty property list
+    /// (no forwarded properties, no expiry to count down; the caller checks that the connection sets no topic
+    /// aliases). Then the MQTT 5 PUBLISH is the 3.1.1 one with a property length of 0 before the payload.
+    static func isPropertyFree(_ delivery: OutboundDelivery) -> Bool {
+        delivery.message.properties.isEmpty && delivery.message.expiresAt == nil
     }
 
     /// Appends `delivery`'s PUBLISH to `buffer`: fixed header, topic and packet identifier, then the payload when
@@ -35,12 +43,18 @@ enum PublishEncoding {
     ///
     /// One access to the buffer's bytes for the whole packet: each `ByteBuffer` write checks capacity and
     /// uniqueness, and a PUBLISH written field by field took five of them.
-    static func write(_ delivery: OutboundDelivery, includingPayload: Bool, into buffer: inout ByteBuffer) {
+    ///
+    /// `version5` writes an MQTT 5 PUBLISH without properties: a property length of 0 after the packet identifier
+    /// (``isPropertyFree(_:)``).
+    static func write(
+        _ delivery: OutboundDelivery, includingPayload: Bool, version5: Bool = false, into buffer: inout ByteBuffer
+    ) {
         let payload = delivery.message.payload
+        let propertyLength = version5 ? 1 : 0
         let written: Int? = delivery.message.topic.utf8.withContiguousStorageIfAvailable { topic in
             payload.withUnsafeReadableBytes { payloadBytes in
                 let idLength = delivery.packetID == nil ? 0 : 2
-                let remainingLength = 2 + topic.count + idLength + payloadBytes.count
+                let remainingLength = 2 + topic.count + idLength + propertyLength + payloadBytes.count
                 let appended = includingPayload ? payloadBytes.count : 0
                 // At most 5 bytes of fixed header, then everything the remaining length counts but the payload.
                 let capacity = 5 + remainingLength - payloadBytes.count + appended
@@ -56,6 +70,10 @@ enum PublishEncoding {
                         out.storeBytes(of: packetID.bigEndian, toByteOffset: offset, as: UInt16.self)
                         offset += 2
                     }
+                    if version5 {
+                        out[offset] = 0  // property length: no properties
+                        offset += 1
+                    }
                     if includingPayload {
                         UnsafeMutableRawBufferPointer(rebasing: out[offset..<offset + payloadBytes.count])
                             .copyMemory(from: payloadBytes)
@@ -66,7 +84,7 @@ enum PublishEncoding {
             }
         }
         if written == nil {  // a topic without contiguous UTF-8 (not a native string): field by field
-            writeFieldByField(delivery, includingPayload: includingPayload, into: &buffer)
+            writeFieldByField(delivery, includingPayload: includingPayload, version5: version5, into: &buffer)
         }
     }
 
@@ -80,15 +98,20 @@ enum PublishEncoding {
     }
 
     /// ``write(_:includingPayload:into:)`` through `ByteBuffer`'s own writers.
-    static func writeFieldByField(_ delivery: OutboundDelivery, includingPayload: Bool, into buffer: inout ByteBuffer) {
+    static func writeFieldByField(
+        _ delivery: OutboundDelivery, includingPayload: Bool, version5: Bool = false, into buffer: inout ByteBuffer
+    ) {
         let topicLength = delivery.message.topic.utf8.count
         let idLength = delivery.packetID == nil ? 0 : 2
-        let remainingLength = 2 + topicLength + idLength + delivery.message.payload.readableBytes
+        let remainingLength = 2 + topicLength + idLength + (version5 ? 1 : 0) + delivery.message.payload.readableBytes
         buffer.writeMQTTFixedHeader(firstByte: firstByte(of: delivery), remainingLength: remainingLength)
         buffer.writeInteger(UInt16(truncatingIfNeeded: topicLength))
         buffer.writeString(delivery.message.topic)
         if let packetID = delivery.packetID {
             buffer.writeInteger(packetID)
+        }
+        if version5 {
+            buffer.writeInteger(UInt8(0))
         }
         if includingPayload {
             buffer.writeImmutableBuffer(delivery.message.payload)

@@ -133,9 +133,12 @@ public struct MQTTPacketDecoder: Sendable {
         case .connack: return .connack(try header.decodeBody(in: buffer, with: ConnAckPacket.decodeV5(from:)))
         case .publish:
             let flags = header.flags
-            return .publish(try header.decodeBody(in: buffer) { (body) throws(MQTTCodecError) in
-                try PublishPacket.decodeV5(from: &body, flags: flags)
-            })
+            let previousTopic = lastPublishTopic
+            let publish = try header.decodeBody(in: buffer) { (body) throws(MQTTCodecError) in
+                try PublishPacket.decodeV5(from: &body, flags: flags, previousTopic: previousTopic)
+            }
+            if !publish.topic.isEmpty { lastPublishTopic = publish.topic }
+            return .publish(publish)
         case .puback:
             if shortAcknowledgement { return .puback(try PubAckPacket.decode(identifier: header.bodyPrefix)) }
             return .puback(try header.decodeBody(in: buffer) { (body) throws(MQTTCodecError) in

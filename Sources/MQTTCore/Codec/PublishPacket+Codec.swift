@@ -49,7 +49,7 @@ extension PublishPacket: MQTTPacketBodyEncodable {
     /// the right error for a short or invalid header. One read of the buffer's bytes: each `getInteger`,
     /// `getSlice` or comparison on a `ByteBuffer` is a checked access to its storage, and this runs for every
     /// PUBLISH of a publisher that repeats its topic.
-    private static func repeatedTopicPacketID(
+    static func repeatedTopicPacketID(
         in body: ByteBuffer, qos: QoS, previousTopic: String
     ) -> (packetID: UInt16?, headerLength: Int)? {
         let idLength = qos == .atMostOnce ? 0 : 2

@@ -6,14 +6,25 @@ extension PublishPacket: MQTT5PacketBodyEncodable {
     /// MQTT 5 branch.
     ///
     /// The topic name may be empty when a Topic Alias stands for it (MQTT 5.0 3.3.2.1); resolving the alias is the
-    /// receiver's job, which holds the alias table. The 3.1.1 decoder's reuse of the previous topic is not shared,
-    /// so that MQTT 5 leaves the 3.1.1 PUBLISH path exactly as it was.
-    static func decodeV5(from body: inout ByteBuffer, flags: UInt8) throws(MQTTCodecError) -> PublishPacket {
+    /// receiver's job, which holds the alias table. A topic with the bytes of `previousTopic` (one this decoder
+    /// already validated) reuses that string, as the 3.1.1 decoder does.
+    static func decodeV5(
+        from body: inout ByteBuffer, flags: UInt8, previousTopic: String? = nil
+    ) throws(MQTTCodecError) -> PublishPacket {
         guard let qos = QoS(rawValue: (flags >> 1) & 0b11) else { throw .invalidPublishQoS }
-        let topic = try body.readMQTTString()
-        if !topic.isEmpty { try MQTTTopic.validateName(topic) }
+        let topic: String
         var packetID: UInt16?
-        if qos != .atMostOnce { packetID = try body.readMQTTPacketID() }
+        if let previousTopic, !previousTopic.isEmpty,
+            let repeated = Self.repeatedTopicPacketID(in: body, qos: qos, previousTopic: previousTopic)
+        {
+            topic = previousTopic
+            packetID = repeated.packetID
+            body.moveReaderIndex(forwardBy: repeated.headerLength)
+        } else {
+            topic = try body.readMQTTString()
+            if !topic.isEmpty { try MQTTTopic.validateName(topic) }
+            if qos != .atMostOnce { packetID = try body.readMQTTPacketID() }
+        }
         let properties = try MQTTProperties.decode(from: &body, context: .publish)
         if topic.isEmpty, properties.topicAlias == nil { throw .emptyTopicNameWithoutTopicAlias }
         let payload = body.readSlice(length: body.readableBytes) ?? ByteBuffer()
