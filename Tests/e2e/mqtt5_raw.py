@@ -15,6 +15,8 @@ import struct
 import time
 from dataclasses import dataclass, field
 
+import mqtt_raw
+
 CONNECT, CONNACK, PUBLISH, PUBACK, PUBREC, PUBREL, PUBCOMP = 1, 2, 3, 4, 5, 6, 7
 SUBSCRIBE, SUBACK, UNSUBSCRIBE, UNSUBACK, PINGREQ, PINGRESP, DISCONNECT, AUTH = 8, 9, 10, 11, 12, 13, 14, 15
 
@@ -434,37 +436,18 @@ def decode(ptype: int, flags: int, body: bytes) -> Packet:
     return p
 
 
-class Closed(Exception):
-    """The server closed the connection."""
+Closed = mqtt_raw.Closed  # one exception for both raw clients (they share mqtt_raw.PacketSocket)
 
 
-class Raw5Client:
+class Raw5Client(mqtt_raw.PacketSocket):
     """A blocking MQTT 5 client over a plain socket; every read is bounded by a timeout."""
 
+    names = PACKET_NAMES
+
     def __init__(self, port: int, host: str = "127.0.0.1"):
-        self.sock = socket.create_connection((host, port), timeout=DEFAULT_TIMEOUT)
-        self.buf = b""
+        super().__init__(port, host)
         self.next_pid = 1
         self.pending: list[Packet] = []  # read while waiting for something else (wait_for)
-
-    # -- io
-    def send(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def _fill(self, deadline: float) -> None:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError("no packet before the deadline")
-        self.sock.settimeout(remaining)
-        try:
-            chunk = self.sock.recv(65536)
-        except socket.timeout as e:
-            raise TimeoutError("no packet before the deadline") from e
-        except (ConnectionResetError, BrokenPipeError) as e:
-            raise Closed() from e
-        if not chunk:
-            raise Closed()
-        self.buf += chunk
 
     def _try_parse(self) -> Packet | None:
         if len(self.buf) < 2:
@@ -483,15 +466,10 @@ class Raw5Client:
         return decode(first >> 4, first & 0x0F, body)
 
     def recv(self, timeout: float = DEFAULT_TIMEOUT) -> Packet:
-        """The next packet; raises TimeoutError or Closed."""
+        """The next packet (one kept by `wait_for` first); raises TimeoutError or Closed."""
         if self.pending:
             return self.pending.pop(0)
-        deadline = time.monotonic() + timeout
-        while True:
-            pkt = self._try_parse()
-            if pkt is not None:
-                return pkt
-            self._fill(deadline)
+        return super().recv(timeout)
 
     def wait_for(self, ptype: int, pid: int | None = None, timeout: float = DEFAULT_TIMEOUT) -> Packet:
         """The next packet of `ptype` (and `pid`); other packets read meanwhile are kept, in order, for the next
@@ -511,30 +489,6 @@ class Raw5Client:
         finally:
             self.pending += stash
 
-    def expect(self, ptype: int, timeout: float = DEFAULT_TIMEOUT) -> Packet:
-        pkt = self.recv(timeout)
-        assert pkt.ptype == ptype, f"expected {PACKET_NAMES[ptype]}, got {pkt!r}"
-        return pkt
-
-    def expect_nothing(self, timeout: float) -> None:
-        """No packet arrives (and the connection stays open) for `timeout` seconds."""
-        try:
-            pkt = self.recv(timeout)
-        except TimeoutError:
-            return
-        raise AssertionError(f"unexpected packet {pkt!r}")
-
-    def closed_within(self, timeout: float) -> bool:
-        """True if the server closes the connection within `timeout`; packets before the close are ignored."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                self.recv(max(0.0, deadline - time.monotonic()) or 0.001)
-            except Closed:
-                return True
-            except TimeoutError:
-                return False
-
     def disconnect_within(self, timeout: float) -> Packet | None:
         """Waits for the server to end the connection: the DISCONNECT it sent (the socket must then close), or
         None if it closed without one. Other packets before it are ignored; AssertionError if the connection is
@@ -552,20 +506,6 @@ class Raw5Client:
                 assert self.closed_within(max(0.5, deadline - time.monotonic())), "DISCONNECT but no close"
                 return p
             seen.append(p)
-
-    def drain(self, timeout: float = 0.3) -> list[Packet]:
-        out = []
-        while True:
-            try:
-                out.append(self.recv(timeout))
-            except (TimeoutError, Closed):
-                return out
-
-    def close(self) -> None:
-        try:
-            self.sock.close()
-        except OSError:
-            pass
 
     def pid(self) -> int:
         p = self.next_pid

@@ -166,8 +166,11 @@ class Closed(Exception):
     """The server closed the connection."""
 
 
-class RawClient:
-    """A blocking MQTT client over a plain socket; every read is bounded by a timeout."""
+class PacketSocket:
+    """A blocking socket that reads whole MQTT packets; every read is bounded by a timeout. The packet format is
+    the subclass's (`_try_parse`), so the 3.1.1 and the MQTT 5 raw clients share the I/O."""
+
+    names = PACKET_NAMES
 
     def __init__(self, port: int, host: str = "127.0.0.1"):
         self.sock = socket.create_connection((host, port), timeout=DEFAULT_TIMEOUT)
@@ -192,27 +195,10 @@ class RawClient:
             raise Closed()
         self.buf += chunk
 
-    def _try_parse(self) -> Packet | None:
-        if len(self.buf) < 2:
-            return None
-        mult, length, i = 1, 0, 1
-        while True:
-            if i >= len(self.buf):
-                return None
-            b = self.buf[i]
-            length += (b & 0x7F) * mult
-            mult *= 128
-            i += 1
-            if not b & 0x80:
-                break
-        if len(self.buf) < i + length:
-            return None
-        first = self.buf[0]
-        pkt = Packet(first >> 4, first & 0x0F, self.buf[i:i + length])
-        self.buf = self.buf[i + length:]
-        return pkt
+    def _try_parse(self):
+        raise NotImplementedError
 
-    def recv(self, timeout: float = DEFAULT_TIMEOUT) -> Packet:
+    def recv(self, timeout: float = DEFAULT_TIMEOUT):
         """The next packet; raises TimeoutError or Closed."""
         deadline = time.monotonic() + timeout
         while True:
@@ -221,9 +207,9 @@ class RawClient:
                 return pkt
             self._fill(deadline)
 
-    def expect(self, ptype: int, timeout: float = DEFAULT_TIMEOUT) -> Packet:
+    def expect(self, ptype: int, timeout: float = DEFAULT_TIMEOUT):
         pkt = self.recv(timeout)
-        assert pkt.ptype == ptype, f"expected {PACKET_NAMES[ptype]}, got {pkt!r}"
+        assert pkt.ptype == ptype, f"expected {self.names[ptype]}, got {pkt!r}"
         return pkt
 
     def expect_nothing(self, timeout: float) -> None:
@@ -246,7 +232,7 @@ class RawClient:
             except TimeoutError:
                 return False
 
-    def drain(self, timeout: float = 0.3) -> list[Packet]:
+    def drain(self, timeout: float = 0.3) -> list:
         out = []
         while True:
             try:
@@ -259,6 +245,30 @@ class RawClient:
             self.sock.close()
         except OSError:
             pass
+
+
+class RawClient(PacketSocket):
+    """A blocking MQTT 3.1.1 client over a plain socket; every read is bounded by a timeout."""
+
+    def _try_parse(self) -> Packet | None:
+        if len(self.buf) < 2:
+            return None
+        mult, length, i = 1, 0, 1
+        while True:
+            if i >= len(self.buf):
+                return None
+            b = self.buf[i]
+            length += (b & 0x7F) * mult
+            mult *= 128
+            i += 1
+            if not b & 0x80:
+                break
+        if len(self.buf) < i + length:
+            return None
+        first = self.buf[0]
+        pkt = Packet(first >> 4, first & 0x0F, self.buf[i:i + length])
+        self.buf = self.buf[i + length:]
+        return pkt
 
     # -- conveniences
     def connect(self, client_id: str, clean: bool = True, keepalive: int = 60, **kw) -> Packet:

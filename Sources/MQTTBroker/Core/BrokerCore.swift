@@ -186,15 +186,15 @@ final class BrokerCore {
         // A publisher's connection keeps the route it found last: its next message to the same topic skips the
         // route cache's hash of the topic. Moved out and back, not copied, so it costs no reference counting.
         var routeHint = publisher?.routeHint.take()
+        // What MQTT 5 deliveries need to know of the publication: made once per route, not per subscriber.
+        let version5Context = Version5Route(
+            publishedRetained: publishedRetained, publisher: publisher, publishingSession: publisher?.session ?? fromSession)
         subscriptionIndex.forEachMatch(topic: forwarded.topic, hint: &routeHint) { key, grantedQoS in
             guard let session = sessions.session(forKey: key) else { return }
             guard session.accessPolicy.mayReceive(forwarded.topic) else { return }  // read ACL per message
             if session.protocolVersion == .v5 {  // options, identifiers, properties: BrokerCore+Version5
-                let context = Version5Route(
-                    publishedRetained: publishedRetained, publisher: publisher,
-                    publishingSession: publisher?.session ?? fromSession)
                 deliverVersion5(
-                    forwarded, grantedQoS: grantedQoS, to: session, context, recorder: &recorder,
+                    forwarded, grantedQoS: grantedQoS, to: session, version5Context, recorder: &recorder,
                     sharedQoS0: &sharedQoS0V5)
                 return
             }
@@ -225,10 +225,7 @@ final class BrokerCore {
         }
         publisher?.routeHint = routeHint
         if !sharedSubscriptions.isEmpty {
-            let context = Version5Route(
-                    publishedRetained: publishedRetained, publisher: publisher,
-                    publishingSession: publisher?.session ?? fromSession)
-            deliverShared(forwarded, context, recorder: &recorder)
+            deliverShared(forwarded, version5Context, recorder: &recorder)
         }
         recorder?.finish()
     }

@@ -18,10 +18,30 @@ struct BrokerMessage: Sendable, Hashable {
     /// The MQTT 5 properties forwarded with the message (MQTT 5.0 3.3.2.3): what its publisher sent, less the topic
     /// alias (per connection) and the Message Expiry Interval (kept as ``expiresAt``, sent as what remains).
     /// Empty for a message from an MQTT 3.1.1 client; MQTT 3.1.1 subscribers never see them.
-    var properties: MQTTProperties = .none
+    ///
+    /// Kept in a box that is nil when empty: a message is copied several times on its way (into each session's
+    /// flow, each delivery), and an array field, even an empty one, costs a retain and a release per copy.
+    var properties: MQTTProperties {
+        get { propertyBox?.properties ?? .none }
+        set { propertyBox = newValue.isEmpty ? nil : PropertyBox(newValue) }
+    }
+    private var propertyBox: PropertyBox?
     /// When the message expires (MQTT 5.0 3.3.2.3.3): it is not delivered after that, and each copy says how many
     /// seconds it has left. Nil when it never expires.
     var expiresAt: NIODeadline? = nil
+
+    init(
+        topic: String, payload: ByteBuffer, qos: QoS, retain: Bool, storeID: UInt64 = 0,
+        properties: MQTTProperties = .none, expiresAt: NIODeadline? = nil
+    ) {
+        self.topic = topic
+        self.payload = payload
+        self.qos = qos
+        self.retain = retain
+        self.storeID = storeID
+        self.expiresAt = expiresAt
+        self.properties = properties
+    }
 
     /// Slack above which a kept payload is copied out of the buffer it arrived in.
     static let compactionSlack = 256
@@ -59,4 +79,17 @@ extension BrokerMessage {
         let nanoseconds = expiresAt.uptimeNanoseconds - now.uptimeNanoseconds
         return UInt32(clamping: (nanoseconds + 999_999_999) / 1_000_000_000)
     }
+}
+
+/// A message's MQTT 5 properties, shared by its copies (``BrokerMessage/properties``).
+final class PropertyBox: Sendable, Hashable {
+    let properties: MQTTProperties
+
+    init(_ properties: MQTTProperties) {
+        self.properties = properties
+    }
+
+    static func == (lhs: PropertyBox, rhs: PropertyBox) -> Bool { lhs.properties == rhs.properties }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(properties) }
 }

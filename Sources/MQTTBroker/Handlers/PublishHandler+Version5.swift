@@ -16,16 +16,21 @@ extension PublishHandler {
 
     /// `publish` as the broker routes it, or nil after closing the connection for a broken rule.
     static func version5Form(of publish: PublishPacket, on connection: BrokerConnectionHandler) -> Version5Form? {
-        let core = connection.core
         let properties = publish.properties
-        let topic: String
-        switch connection.topicAliases.resolve(
-            topic: publish.topic, alias: properties.topicAlias, maximum: core.configuration.maxTopicAlias)
-        {
-        case .success(let resolved): topic = resolved
-        case .failure(let violation):
-            connection.close(.protocolViolation(violation))
-            return nil
+        // No properties (no alias; the decoder refuses an empty topic without one): the PUBLISH as it came.
+        guard !properties.isEmpty else {
+            return Version5Form(topic: publish.topic, properties: .none, expiresAt: nil, payloadFormatInvalid: false)
+        }
+        let core = connection.core
+        var topic = publish.topic
+        let alias = properties.topicAlias
+        if alias != nil || topic.isEmpty {
+            switch connection.topicAliases.resolve(topic: topic, alias: alias, maximum: core.configuration.maxTopicAlias) {
+            case .success(let resolved): topic = resolved
+            case .failure(let violation):
+                connection.close(.protocolViolation(violation))
+                return nil
+            }
         }
         var expiresAt: NIODeadline?
         var forwarded: [MQTTProperty] = []

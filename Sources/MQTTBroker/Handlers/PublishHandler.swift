@@ -25,7 +25,8 @@ enum PublishHandler {
             retain: publish.retain && core.configuration.retainAvailable
         )
         var payloadFormatInvalid = false
-        if connection.protocolVersion == .v5 {
+        // An MQTT 5 PUBLISH without properties (no alias either) is routed as it came, like a 3.1.1 one.
+        if connection.protocolVersion == .v5, !publish.properties.isEmpty {
             guard let form = version5Form(of: publish, on: connection) else { return }
             message.topic = form.topic
             message.properties = form.properties

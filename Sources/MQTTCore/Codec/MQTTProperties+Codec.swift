@@ -8,10 +8,11 @@ extension MQTTProperties {
         -> MQTTProperties
     {
         let length = try body.readMQTTVariableByteInteger()
+        // Most packets carry none: no slice (and its reference counting) for an empty list.
+        guard length > 0 else { return MQTTProperties() }
         guard var block = body.readSlice(length: length) else {
             throw .propertyLengthExceedsPacket(declared: length, available: body.readableBytes)
         }
-        guard length > 0 else { return MQTTProperties() }
         var entries: [MQTTProperty] = []
         var seen: UInt64 = 0  // one bit per identifier (all are below 64)
         while block.readableBytes > 0 {

@@ -81,9 +81,9 @@ final class VersionRefusingProxy: @unchecked Sendable {
                 continue
             }
             _ = connect.withUnsafeBytes { send(upstream, $0.baseAddress, $0.count, 0) }
-            let closer = PairCloser(client, upstream)
-            Thread.detachNewThread { pipe(from: client, to: upstream, closer: closer) }
-            Thread.detachNewThread { pipe(from: upstream, to: client, closer: closer) }
+            let pair = SocketPair(client, upstream)
+            Thread.detachNewThread { relay(from: client, to: upstream, pair: pair) }
+            Thread.detachNewThread { relay(from: upstream, to: client, pair: pair) }
         }
     }
 
@@ -122,45 +122,4 @@ final class VersionRefusingProxy: @unchecked Sendable {
         let levelIndex = index + 2 + nameLength
         return levelIndex < packet.count ? packet[levelIndex] : nil
     }
-}
-
-/// Closes two relayed sockets once both relay threads are done with them.
-private final class PairCloser: @unchecked Sendable {
-    // @unchecked: `running` is only touched while holding `lock`.
-    private let lock = NSLock()
-    private var running = 2
-    private let pair: (Int32, Int32)
-
-    init(_ first: Int32, _ second: Int32) { pair = (first, second) }
-
-    func finished() {
-        lock.lock()
-        running -= 1
-        let last = running == 0
-        lock.unlock()
-        if last {
-            close(pair.0)
-            close(pair.1)
-        }
-    }
-}
-
-/// Copies bytes until either side closes, then shuts both down.
-private func pipe(from source: Int32, to destination: Int32, closer: PairCloser) {
-    defer { closer.finished() }
-    var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-    loop: while true {
-        let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
-        if count <= 0 { break }
-        var offset = 0
-        while offset < count {
-            let written = buffer.withUnsafeBytes { bytes in
-                write(destination, bytes.baseAddress.map { $0 + offset }, count - offset)
-            }
-            if written <= 0 { break loop }
-            offset += written
-        }
-    }
-    shutdown(source, Int32(SHUT_RDWR))
-    shutdown(destination, Int32(SHUT_RDWR))
 }
