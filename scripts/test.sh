@@ -36,7 +36,9 @@ fi
 
 # The measurement tools are a package of their own (Benchmarks/, using this one by path).
 bench_bin_dir=""
-if swift build --package-path Benchmarks 2>&1 | tee "$logs/benchmarks-build.log"; then
+# Without manifest caching: the cached build plan of a package that uses this one by path missed source files
+# added here since, and the build failed on types it could not find (a fresh clone never has the cache).
+if swift build --package-path Benchmarks --disable-build-manifest-caching 2>&1 | tee "$logs/benchmarks-build.log"; then
   bench_bin_dir="$(swift build --package-path Benchmarks --show-bin-path)"
 else
   failed+=("build Benchmarks")
