@@ -57,8 +57,14 @@ enum AuthHandler {
     }
 }
 
-/// A CONNECT waiting for the client's next AUTH.
-struct PendingAuthentication: Sendable {
+/// A CONNECT waiting for the client's next AUTH. A class: the connection holds one pointer to it, not a CONNECT
+/// and an exchange inline, so idle connections (which never authenticate this way) stay as small as before.
+final class PendingAuthentication: Sendable {
     let connect: ConnectPacket
     let exchange: ScramServerExchange
+
+    init(connect: ConnectPacket, exchange: ScramServerExchange) {
+        self.connect = connect
+        self.exchange = exchange
+    }
 }

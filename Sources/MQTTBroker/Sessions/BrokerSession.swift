@@ -54,10 +54,16 @@ final class BrokerSession {
     }
 }
 
-/// A will waiting for its MQTT 5 Will Delay Interval (MQTT 5.0 3.1.3.2.2).
-struct DelayedWill {
+/// A will waiting for its MQTT 5 Will Delay Interval (MQTT 5.0 3.1.3.2.2). A class, so that a session without one
+/// holds a nil pointer rather than room for a message and a timer.
+final class DelayedWill {
     /// Publishes ``message`` when the delay has passed.
     let task: Scheduled<Void>
     /// The will, as it will be routed.
     let message: BrokerMessage
+
+    init(task: Scheduled<Void>, message: BrokerMessage) {
+        self.task = task
+        self.message = message
+    }
 }
