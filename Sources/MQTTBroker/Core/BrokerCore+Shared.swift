@@ -5,7 +5,7 @@ import MQTTCore
 extension BrokerCore {
     func deliverShared(_ message: BrokerMessage, _ context: Version5Route, recorder: inout RouteRecorder?) {
         var sharedQoS0V5: PublishEncoding.Encoded?
-        sharedSubscriptions.forEachDelivery(topic: message.topic) { key in
+        subscriptions.shared.forEachDelivery(topic: message.topic) { key in
             guard let session = sessions.session(forKey: key), session.accessPolicy.mayReceive(message.topic) else {
                 return .excluded
             }

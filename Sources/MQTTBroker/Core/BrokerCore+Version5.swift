@@ -96,10 +96,10 @@ extension BrokerCore {
         case .discarded:
             return
         case .dropped:
-            noteDropped(session)
+            statistics.noteDropped(session, logger: logger)
             backpressure.holdBack(context.publisher, for: session, qos: qos, core: self)
         case .droppedSlowConsumer:
-            noteDroppedSlowConsumer(session)
+            statistics.noteDroppedSlowConsumer(session, logger: logger)
         }
     }
 

@@ -32,9 +32,8 @@ final class BrokerCore {
     @exclusivity(unchecked) var statistics = BrokerStatistics()
     /// Every session, connected or not.
     let sessions: SessionRegistry
-    private let subscriptionIndex = SubscriptionIndex<SessionKey>()
-    /// `$share/GROUP/FILTER` subscriptions, one delivery per group (MQTT 5.0 4.8.2).
-    let sharedSubscriptions = SharedSubscriptions()
+    /// Who subscribes to what (ordinary and shared filters, each session's own list).
+    let subscriptions = SubscriptionTable()
     let retainedStore = RetainedStore()
     /// Every open connection, connected or still waiting for CONNECT, for shutdown.
     @exclusivity(unchecked) private(set) var connections: [ObjectIdentifier: BrokerConnectionHandler] = [:]
@@ -43,7 +42,8 @@ final class BrokerCore {
     /// Written coalescing buffers, for the next connection that writes.
     @exclusivity(unchecked) var outputBuffers = OutputBufferPool()
     @exclusivity(unchecked) private(set) var isShuttingDown = false
-    @exclusivity(unchecked) private var sysTask: Scheduled<Void>?
+    /// Publishes `$SYS/broker/...` every `sys_interval`.
+    let sysPublisher: SysPublisher
     /// Connection deadlines and the one timer armed for the earliest.
     let timers: ConnectionTimers
     /// Publisher back-pressure (`backpressure_stall_ms`).
@@ -71,6 +71,7 @@ final class BrokerCore {
         self.flusher = OutputFlusher(eventLoop: eventLoop)
         self.timers = ConnectionTimers(eventLoop: eventLoop)
         self.backpressure = BackpressureController(stallTimeout: configuration.backpressureStallTimeout)
+        self.sysPublisher = SysPublisher(interval: configuration.sysInterval)
     }
 
     /// The number of sessions with a connection attached.
@@ -86,7 +87,7 @@ final class BrokerCore {
     var backpressurePauseCount: UInt64 { backpressure.pauseCount }
 
     /// The number of (client, filter) subscriptions.
-    var subscriptionCount: Int { subscriptionIndex.count + sharedSubscriptions.count }
+    var subscriptionCount: Int { subscriptions.count }
 
     /// How many distinct event loops the open connections' sockets are served on (diagnostics and tests).
     var socketEventLoopsInUse: Int {
@@ -189,7 +190,7 @@ final class BrokerCore {
         // What MQTT 5 deliveries need to know of the publication: made once per route, not per subscriber.
         let version5Context = Version5Route(
             publishedRetained: publishedRetained, publisher: publisher, publishingSession: publisher?.session ?? fromSession)
-        subscriptionIndex.forEachMatch(topic: forwarded.topic, hint: &routeHint) { key, grantedQoS in
+        subscriptions.index.forEachMatch(topic: forwarded.topic, hint: &routeHint) { key, grantedQoS in
             guard let session = sessions.session(forKey: key) else { return }
             guard session.accessPolicy.mayReceive(forwarded.topic) else { return }  // read ACL per message
             if session.protocolVersion == .v5 {  // options, identifiers, properties: BrokerCore+Version5
@@ -217,14 +218,14 @@ final class BrokerCore {
             case .discarded:
                 return
             case .dropped:
-                noteDropped(session)
+                statistics.noteDropped(session, logger: logger)
                 backpressure.holdBack(publisher, for: session, qos: qos, core: self)
             case .droppedSlowConsumer:
-                noteDroppedSlowConsumer(session)
+                statistics.noteDroppedSlowConsumer(session, logger: logger)
             }
         }
         publisher?.routeHint = routeHint
-        if !sharedSubscriptions.isEmpty {
+        if !subscriptions.shared.isEmpty {
             deliverShared(forwarded, version5Context, recorder: &recorder)
         }
         recorder?.finish()
@@ -232,12 +233,7 @@ final class BrokerCore {
 
     /// Adds or replaces a subscription (re-subscribing replaces the QoS, MQTT-3.8.4-3).
     func subscribe(_ session: BrokerSession, to filter: String, qos: QoS) {
-        session.subscriptions[UTF8Key(filter)] = qos
-        if let shared = SharedFilter(filter) {
-            sharedSubscriptions.subscribe(session.key, to: shared, qos: qos)
-        } else {
-            subscriptionIndex.subscribe(session.key, to: filter, qos: qos)
-        }
+        subscriptions.add(session, filter: filter, qos: qos)
         storage.subscribed(session, to: filter, qos: qos)
     }
 
@@ -260,13 +256,7 @@ final class BrokerCore {
     /// whether it existed (MQTT 5's UNSUBACK says 0x11 when it did not).
     @discardableResult
     func unsubscribe(_ session: BrokerSession, from filter: String) -> Bool {
-        guard session.subscriptions.removeValue(forKey: UTF8Key(filter)) != nil else { return false }
-        session.subscriptionOptions[UTF8Key(filter)] = nil
-        if let shared = SharedFilter(filter) {
-            sharedSubscriptions.unsubscribe(session.key, from: shared)
-        } else {
-            subscriptionIndex.unsubscribe(session.key, from: filter)
-        }
+        guard subscriptions.remove(session, filter: filter) else { return false }
         storage.unsubscribed(session, from: filter)
         return true
     }
@@ -274,14 +264,9 @@ final class BrokerCore {
     /// Whether any session subscribes to a filter matching `topic` (MQTT 5's PUBACK says 0x10 when none does).
     /// `publisher`'s route hint spares the route cache's hash, as in ``route(_:from:fromSession:)`` right after.
     func hasSubscriber(matching topic: String, from publisher: BrokerConnectionHandler? = nil) -> Bool {
-        var found = false
         var hint = publisher?.routeHint.take()
-        subscriptionIndex.forEachMatch(topic: topic, hint: &hint) { _, _ in found = true }
-        publisher?.routeHint = hint
-        if !found, !sharedSubscriptions.isEmpty {
-            found = sharedSubscriptions.hasGroup(matching: topic)
-        }
-        return found
+        defer { publisher?.routeHint = hint }
+        return subscriptions.hasSubscriber(matching: topic, hint: &hint)
     }
 
     /// The list acknowledgements collect their actions in (``acknowledged(_:packetID:by:)``): kept between
@@ -330,33 +315,11 @@ final class BrokerCore {
         case .discarded:
             break
         case .dropped:
-            noteDropped(session)
+            statistics.noteDropped(session, logger: logger)
         case .droppedSlowConsumer:
-            noteDroppedSlowConsumer(session)
+            statistics.noteDroppedSlowConsumer(session, logger: logger)
         }
         recorder?.finish()
-    }
-
-    func noteDropped(_ session: BrokerSession) {
-        statistics.publishDropped += 1
-        statistics.publishDroppedQueueFull += 1
-        // Logged at the 1st, 2nd, 4th, 8th ... drop of a session: a flood must not turn into a log flood.
-        let dropped = session.outbound.droppedCount
-        guard dropped & (dropped - 1) == 0 else { return }
-        logger.warning(
-            "session queue full, message dropped",
-            metadata: ["client": "\(session.clientID)", "dropped": "\(dropped)"]
-        )
-    }
-
-    /// A QoS 0 message for a slow consumer was dropped.
-    func noteDroppedSlowConsumer(_ session: BrokerSession) {
-        statistics.publishDropped += 1
-        statistics.publishDroppedSlowConsumer += 1
-        let dropped = session.outbound.slowConsumerDroppedCount
-        guard dropped & (dropped - 1) == 0 else { return }  // logged at the 1st, 2nd, 4th ... drop
-        logger.notice(
-            "slow consumer: QoS 0 message dropped", metadata: ["client": "\(session.clientID)", "dropped": "\(dropped)"])
     }
 
     // MARK: Flushing
@@ -399,15 +362,7 @@ final class BrokerCore {
     func removeSession(_ session: BrokerSession) {
         if !session.cleanSession { storage.sessionRemoved(session) }
         sessionResumed(session)  // its expiry and delayed will end with it, unsent
-        session.subscriptionOptions.removeAll()
-        for filter in session.subscriptions.keys {
-            if let shared = SharedFilter(filter.base) {
-                sharedSubscriptions.unsubscribe(session.key, from: shared)
-            } else {
-                subscriptionIndex.unsubscribe(session.key, from: filter.base)
-            }
-        }
-        session.subscriptions.removeAll()
+        subscriptions.removeAll(of: session)
         sessions.remove(session)
     }
 
@@ -415,37 +370,19 @@ final class BrokerCore {
 
     /// Starts the periodic `$SYS` publication, if configured.
     func startSysPublishing() {
-        eventLoop.assertInEventLoop()
-        guard let interval = configuration.sysInterval, interval.nanoseconds > 0, sysTask == nil else { return }
-        publishSysTopics()
-        scheduleSysPublishing(in: interval)
-    }
-
-    private func scheduleSysPublishing(in interval: TimeAmount) {
-        // `self` is captured strongly, as in every timer of the core (see ``ConnectionTimers``).
-        sysTask = eventLoop.assumeIsolated().scheduleTask(in: interval) { [self] in
-            guard !self.isShuttingDown else { return }
-            self.publishSysTopics()
-            self.scheduleSysPublishing(in: interval)
-        }
+        sysPublisher.start(for: self)
     }
 
     /// Publishes the current statistics as retained `$SYS/broker/...` messages.
     func publishSysTopics() {
-        eventLoop.assertInEventLoop()
-        guard !isShuttingDown else { return }
-        for (topic, value) in SysTopics.values(of: self, now: eventLoop.now) {
-            route(BrokerMessage(topic: topic, payload: ByteBuffer(string: value), qos: .atMostOnce, retain: true))
-        }
-        flushDirty()
+        sysPublisher.publish(for: self)
     }
 
     /// Closes every connection without publishing wills and stops the `$SYS` timer. Returns when all are closed.
     func shutdown() -> EventLoopFuture<Void> {
         eventLoop.assertInEventLoop()
         isShuttingDown = true
-        sysTask?.cancel()
-        sysTask = nil
+        sysPublisher.stop()
         backpressure.stop()
         timers.stop()
         for session in sessions.byKey.values {

@@ -1,3 +1,5 @@
+import Logging
+
 /// Counters behind the `$SYS/broker/...` topics. Plain value type, owned by the broker core.
 struct BrokerStatistics: Sendable, Hashable {
     /// Control packets of any type received (mosquitto's `messages/received`).
@@ -24,4 +26,25 @@ struct BrokerStatistics: Sendable, Hashable {
     var bytesSent: UInt64 = 0
     /// The largest number of simultaneously connected clients seen.
     var maximumConnected: Int = 0
+
+    /// A message for `session` was dropped because its queue was full. Logged at the session's 1st, 2nd, 4th, 8th
+    /// ... drop: a flood must not turn into a log flood.
+    mutating func noteDropped(_ session: BrokerSession, logger: Logger) {
+        publishDropped += 1
+        publishDroppedQueueFull += 1
+        let dropped = session.outbound.droppedCount
+        guard dropped & (dropped - 1) == 0 else { return }
+        logger.warning(
+            "session queue full, message dropped", metadata: ["client": "\(session.clientID)", "dropped": "\(dropped)"])
+    }
+
+    /// A QoS 0 message for a slow consumer was dropped (logged as ``noteDropped(_:logger:)`` is).
+    mutating func noteDroppedSlowConsumer(_ session: BrokerSession, logger: Logger) {
+        publishDropped += 1
+        publishDroppedSlowConsumer += 1
+        let dropped = session.outbound.slowConsumerDroppedCount
+        guard dropped & (dropped - 1) == 0 else { return }
+        logger.notice(
+            "slow consumer: QoS 0 message dropped", metadata: ["client": "\(session.clientID)", "dropped": "\(dropped)"])
+    }
 }
