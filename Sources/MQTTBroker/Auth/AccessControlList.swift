@@ -61,7 +61,7 @@ public struct AccessControlList: Sendable, Hashable {
     /// Parses ACL file text; `source` names it in errors.
     public init(parsing text: String, source: String = "<acl file>") throws(AccessControlListError) {
         var currentUser: String?
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, rawLine) in ConfigText.lines(of: text).enumerated() {
             let number = index + 1
             let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
             // Only whole lines are comments: `#` is also the multi-level wildcard.

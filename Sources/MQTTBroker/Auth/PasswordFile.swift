@@ -26,7 +26,7 @@ public struct PasswordFile: Sendable, Hashable {
 
     /// Parses file text; `source` names it in errors.
     public init(parsing text: String, source: String = "<password file>") throws(PasswordFileError) {
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, rawLine) in ConfigText.lines(of: text).enumerated() {
             let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
             guard !line.isEmpty, !line.hasPrefix("#") else { continue }
             guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {

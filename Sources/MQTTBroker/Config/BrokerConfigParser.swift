@@ -53,7 +53,7 @@ public enum BrokerConfigParser {
         var persistenceLines = PersistenceConfigLines()
 
         mutating func consume(_ text: String, source: String, isMain: Bool) throws(BrokerConfigError) {
-            for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            for (index, rawLine) in ConfigText.lines(of: text).enumerated() {
                 let line = ConfigLine(rawLine, source: source, number: index + 1)
                 guard let option = line.option else { continue }
                 anonymousSet = anonymousSet || option == "allow_anonymous"

@@ -33,6 +33,12 @@ struct AuthACLTests {
         #expect(acl.patternRules.map(\.topic) == ["mqttchat/users/%c/inbox", "home/%u/#", "mqttchat/users/+/inbox", "$SYS/#"])
     }
 
+    @Test("a file with Windows line endings gives the same rules")
+    func windowsLineEndings() throws {
+        let acl = try AccessControlList(parsing: Self.text.replacingOccurrences(of: "\n", with: "\r\n"))
+        #expect(acl == (try AccessControlList(parsing: Self.text)))
+    }
+
     @Test("bad lines are typed errors with the line number")
     func errors() {
         let cases: [(String, AccessControlListError)] = [

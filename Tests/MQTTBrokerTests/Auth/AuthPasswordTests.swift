@@ -49,6 +49,16 @@ struct AuthPasswordTests {
         carol:$6$MDEyMzQ1Njc4OWFi$yc9ou9TBxGl559buvLqo6utyhUJZcYRaHeVVa9VYhl2m72EQ1WYXG05AvrCOCXam3oTQL8WA2JjZXAxzJl4+WA==
         """
 
+    @Test("a password file with Windows line endings keeps each user's hash intact")
+    func windowsLineEndings() throws {
+        let text = Self.mosquittoFile.replacingOccurrences(of: "\n", with: "\r\n")
+        let file = try PasswordFile(parsing: text)
+        #expect(file.entries.map(\.username) == ["alice", "bob", "carol"])
+        let authenticator = PasswordFileAuthenticator(file: file)
+        #expect(authenticator.authenticate(username: "alice", password: Array("correct horse".utf8), clientIdentifier: "x"))
+        #expect(authenticator.authenticate(username: "carol", password: Array("legacy pw".utf8), clientIdentifier: "x"))
+    }
+
     @Test("a file written by mosquitto_passwd verifies the right passwords and refuses others")
     func mosquittoWrittenFile() throws {
         let file = try PasswordFile(parsing: Self.mosquittoFile)

@@ -15,6 +15,14 @@ struct BrokerConfigParserTests {
         #expect(settings.logLevel == .info)
     }
 
+    @Test("a file with Windows line endings parses line by line, as mosquitto reads it")
+    func windowsLineEndings() throws {
+        let settings = try BrokerConfigParser.parse("max_inflight_messages 5\r\nlistener 18830\r\nmax_qos 1\r\n")
+        #expect(settings.configuration.listeners.map(\.port) == [18830])
+        #expect(settings.configuration.maxInflightMessages == 5)
+        #expect(settings.configuration.maxQoS == .atLeastOnce)
+    }
+
     @Test("every supported option is applied")
     func options() throws {
         let text = """
