@@ -144,14 +144,22 @@ extension BrokerCore {
             route(message, fromSession: session)
             return
         }
+        scheduleDelayedWill(message, of: session, at: now + .seconds(Int64(delay)))
+    }
+
+    /// Holds `message`, the will of `session`, until `deadline`; persistence records it with the session, so a
+    /// restart in between still publishes it (``BrokerStateSnapshot``).
+    func scheduleDelayedWill(_ message: BrokerMessage, of session: BrokerSession, at deadline: NIODeadline) {
         session.delayedWill?.task.cancel()
-        let task = eventLoop.assumeIsolated().scheduleTask(in: .seconds(Int64(delay))) { [self] in
+        let task = eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
             guard let delayed = session.delayedWill else { return }
             session.delayedWill = nil
+            self.storage.delayedWillCleared(session)
             self.route(delayed.message, fromSession: session)
             self.flushDirty()
         }
-        session.delayedWill = DelayedWill(task: task, message: message)
+        session.delayedWill = DelayedWill(task: task, message: message, publishAt: deadline)
+        storage.delayedWillScheduled(session, will: message, publishAt: deadline)
     }
 
     /// A client attached to its stored session: the session no longer expires, and a will still waiting for its
@@ -159,8 +167,11 @@ extension BrokerCore {
     func sessionResumed(_ session: BrokerSession) {
         session.expiryTask?.cancel()
         session.expiryTask = nil
-        session.delayedWill?.task.cancel()
-        session.delayedWill = nil
+        if let delayed = session.delayedWill {
+            delayed.task.cancel()
+            session.delayedWill = nil
+            storage.delayedWillCleared(session)
+        }
     }
 
     /// The session's connection ended and the session outlives it: it ends after its MQTT 5 Session Expiry
@@ -175,6 +186,7 @@ extension BrokerCore {
             if let delayed = session.delayedWill {
                 delayed.task.cancel()
                 session.delayedWill = nil
+                self.storage.delayedWillCleared(session)
                 self.route(delayed.message, fromSession: session)
             }
             self.logger.debug("session expired", metadata: ["client": "\(session.clientID)"])

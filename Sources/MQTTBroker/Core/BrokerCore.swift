@@ -360,8 +360,8 @@ final class BrokerCore {
 
     /// Ends `session`: its subscriptions leave the index, and a persistent one is forgotten by persistence.
     func removeSession(_ session: BrokerSession) {
-        if !session.cleanSession { storage.sessionRemoved(session) }
         sessionResumed(session)  // its expiry and delayed will end with it, unsent
+        if !session.cleanSession { storage.sessionRemoved(session) }
         subscriptions.removeAll(of: session)
         sessions.remove(session)
     }
@@ -386,7 +386,9 @@ final class BrokerCore {
         backpressure.stop()
         timers.stop()
         for session in sessions.byKey.values {
-            sessionResumed(session)  // cancels the expiry and delayed-will timers, which hold the core
+            // The timers hold the core. The delayed will itself stays: the snapshot written at shutdown keeps it.
+            session.expiryTask?.cancel()
+            session.delayedWill?.task.cancel()
         }
         let open = Array(connections.values)
         let closed = open.map { $0.closeFuture }

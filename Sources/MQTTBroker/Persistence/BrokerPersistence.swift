@@ -22,6 +22,10 @@ protocol BrokerPersistence: AnyObject {
     func unsubscribed(_ session: BrokerSession, from filter: String)
     /// The retained store changed.
     func retainedChanged(_ message: BrokerMessage)
+    /// A persistent session's client went away; its will waits until `publishAt` unless the session resumes first.
+    func delayedWillScheduled(_ session: BrokerSession, will: BrokerMessage, publishAt: NIODeadline)
+    /// The session's delayed will was published or cancelled.
+    func delayedWillCleared(_ session: BrokerSession)
 
     /// A recorder for one routed message, or nil when routing it records nothing.
     func routeRecorder(for message: inout BrokerMessage) -> RouteRecorder?
@@ -56,6 +60,8 @@ final class NoPersistence: BrokerPersistence {
     func subscriptionOptionsChanged(_ session: BrokerSession, filter: String, options: SubscriptionOptions) {}
     func unsubscribed(_ session: BrokerSession, from filter: String) {}
     func retainedChanged(_ message: BrokerMessage) {}
+    func delayedWillScheduled(_ session: BrokerSession, will: BrokerMessage, publishAt: NIODeadline) {}
+    func delayedWillCleared(_ session: BrokerSession) {}
 
     func routeRecorder(for message: inout BrokerMessage) -> RouteRecorder? { nil }
 

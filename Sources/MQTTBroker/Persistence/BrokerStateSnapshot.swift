@@ -83,6 +83,10 @@ enum BrokerStateSnapshot {
                 }
             }
             session.outbound.restore(inflight: inflight, queued: queued)
+            if let will = stored.delayedWill {
+                let (message, publishAt) = will.restored(clock)
+                core.scheduleDelayedWill(message, of: session, at: publishAt)
+            }
             core.scheduleExpiry(of: session)  // offline from now on: an MQTT 5 session ends after its interval
         }
         for storeID in state.pendingRoutes {
@@ -156,6 +160,9 @@ enum BrokerStateSnapshot {
             }
             for packetID in session.inboundQoS2.pendingIDs {
                 add(.inboundReceived(clientID: clientID, packetID: packetID))
+            }
+            if let will = session.delayedWill {
+                add(.delayedWill(clientID: clientID, will: StoredWill(will.message, publishAt: will.publishAt, clock: clock)))
             }
             for (packetID, entry) in session.outbound.inflight.entries.sorted(by: { $0.value.sequence < $1.value.sequence }) {
                 let delivery = entry.delivery

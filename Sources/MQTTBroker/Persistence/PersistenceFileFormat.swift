@@ -12,11 +12,11 @@ import NIOCore
 enum PersistenceFileFormat {
     static let magic: [UInt8] = Array("MQCHPERS".utf8)
     /// The format version written. Version 2 adds the MQTT 5 state (session lifetimes, subscription options, message
-    /// properties and expiry) as new record types and flag bits; version-1 files are still read (and rewritten as
-    /// version 2 by the compaction at start). Files of any other version are refused.
-    static let version: UInt16 = 2
+    /// properties and expiry) as new record types and flag bits; version 3 adds delayed wills. Older files are still
+    /// read (and rewritten in the current version by the compaction at start). Files of any other version are refused.
+    static let version: UInt16 = 3
     /// The versions read.
-    static let readableVersions: ClosedRange<UInt16> = 1...2
+    static let readableVersions: ClosedRange<UInt16> = 1...3
     static let headerSize = 24
     static let recordPrefixSize = 8
     /// No record is larger (an MQTT payload is at most 256 MB); a bigger length prefix is damage.

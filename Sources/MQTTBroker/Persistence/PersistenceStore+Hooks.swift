@@ -47,6 +47,19 @@ extension PersistenceStore {
         append(.unsubscribed(clientID: session.clientID, filter: filter))
     }
 
+    /// A persistent session's will waits for its delay: recorded so that a restart neither loses nor repeats it.
+    /// Nothing waits for it to be durable (a crash before then restores the session without the will).
+    func delayedWillScheduled(_ session: BrokerSession, will: BrokerMessage, publishAt: NIODeadline) {
+        guard !session.cleanSession else { return }
+        append(.delayedWill(clientID: session.clientID, will: StoredWill(will, publishAt: publishAt, clock: clock)))
+    }
+
+    /// The delayed will was published, or cancelled by the client's return.
+    func delayedWillCleared(_ session: BrokerSession) {
+        guard !session.cleanSession else { return }
+        append(.delayedWillCleared(clientID: session.clientID))
+    }
+
     /// The retained store changed. `$SYS` topics are rebuilt by the broker and never stored.
     func retainedChanged(_ message: BrokerMessage) {
         guard !MQTTTopic.isSystemTopic(message.topic) else { return }

@@ -31,9 +31,7 @@ extension PersistentRecord {
         -> PersistentRecord
     {
         let typeByte: UInt8 = try body.readField("type")
-        guard let kind = Kind(rawValue: typeByte), version >= 2 || typeByte < Kind.firstVersion2.rawValue else {
-            throw .unknownType(typeByte)
-        }
+        guard let kind = Kind(rawValue: typeByte), version >= kind.introducedIn else { throw .unknownType(typeByte) }
         // The flag bits a message's flags byte or a retained message's QoS byte may carry in this version.
         let version2Bits = version >= 2 ? Version2Flags.expiry | Version2Flags.properties : 0
         let record: PersistentRecord
@@ -118,6 +116,20 @@ extension PersistentRecord {
             let versionByte: UInt8 = try body.readField("protocolVersion")
             guard let protocolVersion = MQTTProtocolVersion(rawValue: versionByte) else { throw .invalidField("protocolVersion") }
             record = .sessionLifetime(clientID: clientID, protocolVersion: protocolVersion, expiryInterval: try body.readField("expiryInterval"))
+        case .delayedWill:
+            let clientID = try body.readShortString("clientID")
+            let publishAt = WallClockTime(milliseconds: try body.readField("publishAt"))
+            let flags: UInt8 = try body.readField("willFlags")
+            guard flags & 0x98 == 0, let qos = QoS(rawValue: flags & 0x03) else { throw .invalidField("willFlags") }
+            let topic = try body.readShortString("topic")
+            let payload = try body.readLongBytes("payload")
+            let (expiresAt, properties) = try body.readVersion2Fields(flags: flags)
+            let will = StoredWill(
+                topic: topic, qos: qos, retain: flags & 0x04 != 0, payload: payload, properties: properties,
+                expiresAt: expiresAt, publishAt: publishAt)
+            record = .delayedWill(clientID: clientID, will: will)
+        case .delayedWillCleared:
+            record = .delayedWillCleared(clientID: try body.readShortString("clientID"))
         case .delivery:
             let clientID = try body.readShortString("clientID")
             let storeID: UInt64 = try body.readField("storeID")

@@ -89,6 +89,11 @@ enum PersistentRecord: Sendable, Hashable {
     case sessionLifetime(clientID: String, protocolVersion: MQTTProtocolVersion, expiryInterval: UInt32)
     /// A persistent session unsubscribed.
     case unsubscribed(clientID: String, filter: String)
+    /// Format version 3: the session's client went away and its will waits for its Will Delay Interval (MQTT 5.0
+    /// 4.1: the will and its delay are part of the session state, so they outlive a restart as the session does).
+    case delayedWill(clientID: String, will: StoredWill)
+    /// Format version 3: the delayed will was published, or cancelled because the client came back.
+    case delayedWillCleared(clientID: String)
     /// An application message (see ``StoredMessage``).
     case message(StoredMessage)
     /// The message was queued for these persistent sessions.
@@ -119,10 +124,18 @@ enum PersistentRecord: Sendable, Hashable {
             outboundReleased, outboundCompleted, outboundAcked, inboundReceived, inboundReleased, retained, delivery,
             snapshotEnd,
             // Format version 2.
-            subscriptionOptions, sessionLifetime
+            subscriptionOptions, sessionLifetime,
+            // Format version 3.
+            delayedWill, delayedWillCleared
 
-        /// The first record type a version-1 file cannot hold.
-        static let firstVersion2: Kind = .subscriptionOptions
+        /// The first format version that can hold this record type.
+        var introducedIn: UInt16 {
+            switch self {
+            case .subscriptionOptions, .sessionLifetime: 2
+            case .delayedWill, .delayedWillCleared: 3
+            default: 1
+            }
+        }
     }
 
     /// Flag bits of version 2 in a `message` record's flags byte and a `retained` record's QoS byte: the MQTT 5
@@ -230,6 +243,20 @@ extension PersistentRecord {
             buffer.writeShortString(clientID)
             buffer.writeInteger(protocolVersion.rawValue)
             buffer.writeInteger(expiryInterval)
+        case .delayedWill(let clientID, let will):
+            buffer.writeInteger(Kind.delayedWill.rawValue)
+            buffer.writeShortString(clientID)
+            buffer.writeInteger(will.publishAt.milliseconds)
+            let properties = will.properties.storedBlock
+            var flags = will.qos.rawValue | (will.retain ? 0x04 : 0)
+            flags |= Self.version2Flags(expiresAt: will.expiresAt, properties: properties)
+            buffer.writeInteger(flags)
+            buffer.writeShortString(will.topic)
+            buffer.writeLongBytes(will.payload)
+            buffer.writeVersion2Fields(expiresAt: will.expiresAt, properties: properties)
+        case .delayedWillCleared(let clientID):
+            buffer.writeInteger(Kind.delayedWillCleared.rawValue)
+            buffer.writeShortString(clientID)
         case .delivery(let clientID, let storeID, let qos, let retain, let packetID, let state):
             buffer.writeInteger(Kind.delivery.rawValue)
             buffer.writeShortString(clientID)

@@ -27,6 +27,8 @@ struct PersistentState: Sendable {
         /// nil for a session stored by format version 1 (an MQTT 3.1.1 session).
         var lifetime: (protocolVersion: MQTTProtocolVersion, expiryInterval: UInt32)?
         var inboundQoS2: Set<UInt16> = []
+        /// The will waiting for its delay since the client went away (format version 3).
+        var delayedWill: StoredWill?
         /// Message id -> (arrival order, delivery).
         private(set) var deliveryByID: [UInt64: (order: UInt64, delivery: Delivery)] = [:]
         /// Packet id -> message id, for QoS 2 deliveries whose PUBLISH was sent.
@@ -37,7 +39,8 @@ struct PersistentState: Sendable {
             lhs.subscriptions == rhs.subscriptions && lhs.subscriptionOptions == rhs.subscriptionOptions
                 && lhs.lifetime?.protocolVersion == rhs.lifetime?.protocolVersion
                 && lhs.lifetime?.expiryInterval == rhs.lifetime?.expiryInterval
-                && lhs.inboundQoS2 == rhs.inboundQoS2 && lhs.deliveries == rhs.deliveries
+                && lhs.inboundQoS2 == rhs.inboundQoS2 && lhs.delayedWill == rhs.delayedWill
+                && lhs.deliveries == rhs.deliveries
         }
 
         func hash(into hasher: inout Hasher) {
@@ -46,6 +49,7 @@ struct PersistentState: Sendable {
             hasher.combine(lifetime?.protocolVersion)
             hasher.combine(lifetime?.expiryInterval)
             hasher.combine(inboundQoS2)
+            hasher.combine(delayedWill)
             hasher.combine(deliveries)
         }
 
@@ -131,6 +135,10 @@ struct PersistentState: Sendable {
                 // As when the client connects (SessionLifetime.apply): a 3.1.1 client's session has no options.
                 if protocolVersion != .v5 { $0.subscriptionOptions = [:] }
             }
+        case .delayedWill(let clientID, let will):
+            updateSession(clientID) { $0.delayedWill = will }
+        case .delayedWillCleared(let clientID):
+            updateSession(clientID) { $0.delayedWill = nil }
         case .message(let message):
             messages[message.id] = message
             highestStoreID = max(highestStoreID, message.id)

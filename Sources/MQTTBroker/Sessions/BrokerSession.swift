@@ -61,9 +61,12 @@ final class DelayedWill {
     let task: Scheduled<Void>
     /// The will, as it will be routed.
     let message: BrokerMessage
+    /// When ``task`` publishes it (kept for snapshots).
+    let publishAt: NIODeadline
 
-    init(task: Scheduled<Void>, message: BrokerMessage) {
+    init(task: Scheduled<Void>, message: BrokerMessage, publishAt: NIODeadline) {
         self.task = task
         self.message = message
+        self.publishAt = publishAt
     }
 }

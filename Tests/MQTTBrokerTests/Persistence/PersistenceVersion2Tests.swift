@@ -71,14 +71,41 @@ struct PersistenceVersion2Tests {
         .retained(topic: "r2", qos: .exactlyOnce, payload: ByteBuffer(string: "kept"), expiresAt: WallClockTime(milliseconds: 43)),
     ]
 
-    @Test("every version-2 record survives a round trip, and files are written as version 2")
+    /// One record of every version-3 addition: delayed wills.
+    static let version3Records: [PersistentRecord] = [
+        .delayedWill(
+            clientID: "c5",
+            will: StoredWill(
+                topic: "w/t", qos: .exactlyOnce, retain: true, payload: ByteBuffer(string: "gone"), properties: properties,
+                expiresAt: WallClockTime(milliseconds: 1_750_000_009_000), publishAt: WallClockTime(milliseconds: 1_750_000_000_500))),
+        .delayedWill(
+            clientID: "c6",
+            will: StoredWill(
+                topic: "w/u", qos: .atMostOnce, retain: false, payload: ByteBuffer(), properties: .none, expiresAt: nil,
+                publishAt: WallClockTime(milliseconds: 7))),
+        .delayedWillCleared(clientID: "c5"),
+    ]
+
+    @Test("every version-2 and version-3 record survives a round trip, and files are written as version 3")
     func roundTrip() throws {
-        let file = PersistenceCodecTests.file(Self.version2Records + PersistenceCodecTests.everyRecord)
-        #expect(file.getInteger(at: 8, as: UInt16.self) == 2)
+        let records = Self.version2Records + Self.version3Records + PersistenceCodecTests.everyRecord
+        let file = PersistenceCodecTests.file(records)
+        #expect(file.getInteger(at: 8, as: UInt16.self) == 3)
         let read = try PersistenceFileFormat.read(file, path: "log", kind: .log)
         #expect(read.damage == nil)
-        #expect(read.version == 2)
-        #expect(read.records == Self.version2Records + PersistenceCodecTests.everyRecord)
+        #expect(read.version == 3)
+        #expect(read.records == records)
+    }
+
+    @Test("a version-2 file holding a delayed will is damage: version 3 introduced it")
+    func version2RefusesVersion3Records() throws {
+        for record in Self.version3Records {
+            var buffer = PersistenceFileFormat.header(kind: .log, generation: 0, version: 2)
+            for record in [.sessionCreated(clientID: "c5"), record] { PersistenceFileFormat.appendRecord(record, to: &buffer) }
+            let read = try PersistenceFileFormat.read(buffer, path: "log", kind: .log)
+            #expect(read.records == [.sessionCreated(clientID: "c5")])
+            #expect(read.damage?.recordNumber == 2)
+        }
     }
 
     @Test("records without MQTT 5 fields keep their version-1 bytes; a golden version-1 snapshot reads as before")
@@ -108,7 +135,7 @@ struct PersistenceVersion2Tests {
             #expect(read.damage?.recordNumber == 2)
         }
         var future = PersistenceCodecTests.file([])
-        future.setInteger(UInt16(3), at: 8)
+        future.setInteger(UInt16(4), at: 8)
         #expect(throws: PersistenceError.self) { try PersistenceFileFormat.read(future, path: "f", kind: .log) }
     }
 

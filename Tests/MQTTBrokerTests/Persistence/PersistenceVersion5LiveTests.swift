@@ -137,7 +137,7 @@ struct PersistenceVersion5LiveTests {
         }
     }
 
-    @Test("a version-1 directory is read and rewritten as version 2")
+    @Test("a version-1 directory is read and rewritten in the current version")
     func version1DirectoryIsUpgraded() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -153,12 +153,12 @@ struct PersistenceVersion5LiveTests {
             #expect(session??.1 == .max)  // a 3.1.1 persistent session (no persistent_client_expiration)
             #expect(session??.2 == ["g/#": .atLeastOnce])
             // The compaction at start already rewrote both files.
-            #expect(try formatVersion(of: snapshot) == 2)
-            #expect(try formatVersion(of: directory + "/mqttchat.log") == 2)
+            #expect(try formatVersion(of: snapshot) == PersistenceFileFormat.version)
+            #expect(try formatVersion(of: directory + "/mqttchat.log") == PersistenceFileFormat.version)
         }
         let bytes = ByteBuffer(bytes: try Data(contentsOf: URL(fileURLWithPath: snapshot)))
         let read = try PersistenceFileFormat.read(bytes, path: snapshot, kind: .snapshot)
-        #expect(read.version == 2 && read.damage == nil)
+        #expect(read.version == PersistenceFileFormat.version && read.damage == nil)
         #expect(read.records.contains(.sessionLifetime(clientID: "g1", protocolVersion: .v3_1_1, expiryInterval: .max)))
 
         try await withBroker(directory) { server, address in
