@@ -35,14 +35,9 @@ final class BrokerConnectionHandler {
 
     /// The session attached by a successful CONNECT; set and cleared by the core.
     @exclusivity(unchecked) var session: BrokerSession?
-    /// The will registered by CONNECT; published by the core when the connection ends without DISCONNECT.
-    @exclusivity(unchecked) private(set) var will: ConnectPacket.Will?
-    /// The topic aliases an MQTT 5 client set on this connection (MQTT 5.0 3.3.2.3.4).
-    @exclusivity(unchecked) var topicAliases = TopicAliases()
-    /// A CONNECT in the middle of enhanced authentication (``AuthHandler``).
-    @exclusivity(unchecked) var pendingAuthentication: PendingAuthentication?
-    /// The topic aliases the broker sets towards an MQTT 5 client that allows them.
-    @exclusivity(unchecked) var outboundTopicAliases = OutboundTopicAliases()
+    /// The will, topic aliases and pending authentication, which most idle connections never have; nil until one
+    /// is set (see ``ConnectionExtras``).
+    @exclusivity(unchecked) var extras: ConnectionExtras?
     /// What was written since the last flush (coalesced small packets, bytes handed over, dirty flags).
     @exclusivity(unchecked) var output = ConnectionOutput()
     /// Bounds the output the client has not read (slow consumer policy, ``ConnectionFlowControl``).
@@ -314,7 +309,9 @@ final class BrokerConnectionHandler {
     /// MQTT 5 client) replaces the connect timeout.
     func connectAccepted(_ connect: ConnectPacket, will: ConnectPacket.Will?, keepAliveSeconds: UInt16) {
         decoder.protocolVersion = connect.protocolVersion
-        outboundTopicAliases = OutboundTopicAliases(maximum: connect.properties.topicAliasMaximum ?? 0)
+        if let maximum = connect.properties.topicAliasMaximum, maximum > 0 {
+            outboundTopicAliases = OutboundTopicAliases(maximum: maximum)
+        }
         self.will = will
         stateMachine.connectAccepted(keepAliveSeconds: keepAliveSeconds, now: core.eventLoop.now)
         armTimer()

@@ -27,12 +27,8 @@ final class BrokerSession {
     /// MQTT 5 Session Expiry Interval in seconds (0 ends the session with its connection; `UInt32.max` never
     /// expires). 3.1.1 sessions keep 0 and use ``cleanSession``.
     @exclusivity(unchecked) var expiryInterval: UInt32 = 0
-    /// The largest packet the client accepts (MQTT 5 Maximum Packet Size); nil when it set none.
-    @exclusivity(unchecked) var maximumPacketSize: Int?
-    /// Ends an offline MQTT 5 session when its expiry interval has passed.
-    @exclusivity(unchecked) var expiryTask: Scheduled<Void>?
-    /// The will of the last connection, waiting for its Will Delay Interval unless the session resumes first.
-    @exclusivity(unchecked) var delayedWill: DelayedWill?
+    /// MQTT 5 state most sessions never have (see ``SessionExtras``); nil until some is set.
+    @exclusivity(unchecked) var extras: SessionExtras?
     @exclusivity(unchecked) var outbound: OutboundFlow
     @exclusivity(unchecked) var inboundQoS2 = InboundQoS2Tracker()
     /// The connection attached to the session; nil while the client is offline.
