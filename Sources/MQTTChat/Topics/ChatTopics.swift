@@ -27,6 +27,7 @@ public struct ChatTopics: Sendable, Hashable {
         case .roomMember(let room, let user): "\(root)/rooms/\(room.rawValue)/members/\(user.rawValue)"
         case .inbox(let user): "\(root)/users/\(user.rawValue)/inbox"
         case .status(let user): "\(root)/users/\(user.rawValue)/status"
+        case .presenceReplies(let user): "\(root)/users/\(user.rawValue)/presence"
         }
     }
 
@@ -62,6 +63,7 @@ public struct ChatTopics: Sendable, Hashable {
             switch levels[3] {
             case "inbox": return .inbox(user)
             case "status": return .status(user)
+            case "presence": return .presenceReplies(user)
             default: return nil
             }
         default:
