@@ -64,7 +64,7 @@ struct ChatInboundInterpreterTests {
     @Test("a heartbeat on my presence reply topic answers my who-is-here for the room it names")
     func presenceReplies() throws {
         let replies = topics.name(of: .presenceReplies(alice))
-        #expect(replies == "mqttchat/users/alice/presence")
+        #expect(replies == "mqttchat/users/alice/inbox/presence")
         #expect(topics.parse(replies) == .presenceReplies(alice))
         let heartbeat = bobFactory.heartbeat(sequence: 1, interval: .milliseconds(3500), in: room)
         #expect(
