@@ -42,10 +42,12 @@ export class PresenceTracker {
 
   isPresent(user, room) { return this.presentMember(room, user) !== null; }
 
-  /** Users whose status is ONLINE (whatever their rooms), sorted by id: [{id, profile}]. */
+  /** Users whose status is ONLINE or who are heard live in a room (a clustered broker never replays the retained
+   *  status of a user on another node), sorted by id: [{id, profile}]. */
   onlineUsers() {
-    return [...this.statuses.entries()].filter(([, s]) => s.online).map(([id, s]) => ({ id, profile: s.profile }))
-      .sort((a, b) => compareIds(a.id, b.id));
+    const online = new Map([...this.statuses.entries()].filter(([, s]) => s.online).map(([id, s]) => [id, s.profile]));
+    for (const members of this.live.values()) for (const [id, heard] of members) online.set(id, heard.profile);
+    return [...online.entries()].map(([id, profile]) => ({ id, profile })).sort((a, b) => compareIds(a.id, b.id));
   }
 
   rooms() { return [...new Set([...this.cached.keys(), ...this.live.keys()])].sort(compareIds); }

@@ -95,6 +95,13 @@ test("the will drops a heard member at once; its late heartbeats are ignored unt
   assert.deepEqual(u.apply(heard("a", "bob", "s"), 1).map((c) => c.kind), ["present"]);
 });
 
+test("a user heard live counts as online without any status", () => {
+  const t = new PresenceTracker(3000);
+  t.apply(heard("lobby", "bob", "s"), 0);
+  t.apply(status("carol", true, "c"), 0);
+  assert.deepEqual(t.onlineUsers().map((u) => u.id), ["bob", "carol"]);
+});
+
 test("a member known only from the retained cache is dropped when not heard within the timeout", () => {
   const t = new PresenceTracker(3000);
   t.apply(status("bob", true, "s"), 0, true);

@@ -42,7 +42,8 @@ extension ChatClient {
                     }
                 })
         }
-        // A quarter of the base interval: a member is dropped at most 25 % late, and a scan of the tracker is cheap.
+        // A quarter of the base interval (of 1 s at most): a member is dropped at most 25 % late, and a scan of the
+        // tracker is cheap.
         let sweep = min(configuration.heartbeatInterval ?? .seconds(1), .seconds(1)) / 4
         tasks.append(
             Task { [weak self] in

@@ -131,7 +131,7 @@ public actor ChatClient {
     /// Who is present in `room` right now (only known for joined rooms), sorted by id.
     public func members(of room: RoomName) -> [ChatMember] { tracker.members(of: room) }
 
-    /// Whether `user`'s latest status says online (known for every user while connected); `nil` when the
+    /// Whether `user` is online (heard live in a joined room, or its latest status says so) (known for every user while connected); `nil` when the
     /// broker holds no status for that user id, i.e. it never chatted here.
     public func isOnline(_ user: UserID) -> Bool? { tracker.isOnline(user) }
 

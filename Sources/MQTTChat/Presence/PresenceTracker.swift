@@ -78,8 +78,13 @@ public struct PresenceTracker: Sendable {
         presentMember(room: room, user: user) != nil
     }
 
-    /// Whether `user`'s latest status says online; `nil` when no status is known for it.
-    public func isOnline(_ user: UserID) -> Bool? { statuses[user]?.isOnline }
+    /// Whether `user` is online: heard live in some room, or its latest status says online; `nil` when neither a
+    /// status nor a heartbeat is known for it. (Heard live counts because on a clustered broker the retained status
+    /// of a user connected to another node is never replayed here.)
+    public func isOnline(_ user: UserID) -> Bool? {
+        if live.values.contains(where: { $0[user] != nil }) { return true }
+        return statuses[user]?.isOnline
+    }
 
     /// Rooms in which the tracker knows any member, cached or live.
     public var knownRooms: [RoomName] { Set(cached.keys).union(live.keys).sorted() }
