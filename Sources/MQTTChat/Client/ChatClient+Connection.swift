@@ -116,14 +116,17 @@ extension ChatClient {
     // MARK: Publishing
 
     /// Publishes `payload`; at MQTT 5 an envelope (any non-empty payload) carries ``ChatWireProperties`` and, if
-    /// given, expires after `expiry` seconds.
+    /// given, expires after `expiry` seconds and asks for answers on `responseTopic` with `correlation`.
     func publish(
         topic: String, _ payload: [UInt8], _ qos: QoS, retain: Bool = false, expiry: UInt32? = nil,
-        responseTopic: String? = nil
+        responseTopic: String? = nil, correlation: [UInt8]? = nil
     ) async throws(ChatError) {
         var properties =
             usesMQTT5 && !payload.isEmpty ? ChatWireProperties.envelope(expiry: expiry) : MQTTPublishProperties()
-        if usesMQTT5 { properties.responseTopic = responseTopic }
+        if usesMQTT5, let responseTopic {
+            properties.responseTopic = responseTopic
+            properties.correlationData = correlation
+        }
         // A broker without retained messages (MQTT 5 CONNACK "retain available" 0) would close the connection on a
         // retained PUBLISH; presence does not need the retained cache, so it is simply not written there.
         let retain = retain && mqtt.connAck?.retainAvailable != false

@@ -102,7 +102,7 @@ public actor ChatClient {
         hearMyself(in: room, interval: heartbeatInterval(in: room))
         try await publish(
             topic: topics.name(of: .roomMessages(room)), payload, .atLeastOnce, expiry: configuration.ephemeralMessageExpiry,
-            responseTopic: whoIsHereResponseTopic)
+            responseTopic: whoIsHereResponseTopic, correlation: Array(join.messageID.utf8))
         if usesMQTT5, let timeout = configuration.roomHistoryTimeout { startHistoryFetch(room, timeout: timeout) }
     }
 

@@ -111,6 +111,47 @@ struct PresenceLiveTests {
     }
 
     @Test(
+        "who is here: at MQTT 5 the answers go to the newcomer only (Response Topic), at 3.1.1 to the room",
+        arguments: TestBrokerKind.allCases, Version.allCases)
+    func whoIsHereAnswerRoute(kind: TestBrokerKind, version: Version) async throws {
+        try await withBroker(kind) { broker in
+            let room = try RoomName("answers")
+            let roomTopic = ChatTopics.standard.name(of: .roomMessages(room))
+            let repliesTopic = ChatTopics.standard.name(of: .presenceReplies(try UserID("carol")))
+            let sniffer = try rawV5Client("sniffer", port: broker.port)
+            let sniffed = await ReceivedMessages(sniffer)
+            try await sniffer.connect()
+            try await sniffer.subscribe(roomTopic, qos: .atMostOnce)
+            try await sniffer.subscribe(repliesTopic, qos: .atMostOnce)
+
+            // Alice's own periodic heartbeat is far away (6 s): a heartbeat from her now is an answer.
+            let alice = try client("alice", port: broker.port, version, heartbeat: .seconds(6))
+            let carol = try client("carol", port: broker.port, version, heartbeat: .seconds(6))
+            try await alice.connect()
+            try await alice.join(room)
+            try await carol.connect()
+            try await carol.join(room)
+            let aliceID = try UserID("alice")
+            #expect(await eventually { await carol.members(of: room).map(\.id).contains(aliceID) })
+            #expect(await eventually { await !sniffed.messages(of: .heartbeat).isEmpty })
+
+            let answers = await sniffed.messages(of: .heartbeat)
+            let fromAlice = answers.filter { (try? ProtoEnvelope(serializedBytes: $0.payload))?.senderID == "alice" }
+            #expect(!fromAlice.isEmpty)
+            switch version {
+            case .mqtt5:
+                #expect(fromAlice.allSatisfy { $0.topic == repliesTopic })
+                #expect(fromAlice.allSatisfy { $0.properties.correlationData != nil })
+            case .mqtt311:
+                #expect(fromAlice.allSatisfy { $0.topic == roomTopic })
+            }
+            for member in [alice, carol] { await member.disconnect() }
+            await sniffer.disconnect()
+            await sniffed.stop()
+        }
+    }
+
+    @Test(
         "a member whose connection hangs without a will is dropped after about 3 heartbeat intervals",
         arguments: TestBrokerKind.allCases, Version.allCases)
     func hungMemberTimesOut(kind: TestBrokerKind, version: Version) async throws {
