@@ -13,6 +13,8 @@
 
 /** Heartbeat intervals a member may miss before it is dropped. */
 export const MISSED_HEARTBEATS = 3;
+/** The longest announced interval believed (5 min): a heartbeat announcing days must not keep a ghost for days. */
+export const LONGEST_INTERVAL_MS = 300_000;
 
 export class PresenceTracker {
   /** defaultIntervalMs: assumed when a member announces no interval; null: nobody times out unless it announced one. */
@@ -27,7 +29,7 @@ export class PresenceTracker {
   /** How long a member announcing `intervalMs` (0 or null: the default) may stay silent; null: forever. */
   timeout(intervalMs) {
     const interval = intervalMs || this.defaultIntervalMs;
-    return interval ? interval * MISSED_HEARTBEATS : null;
+    return interval ? Math.min(interval, LONGEST_INTERVAL_MS) * MISSED_HEARTBEATS : null;
   }
 
   deadline(now, intervalMs) {

@@ -54,6 +54,10 @@ struct PresenceTimeoutTests {
         #expect(tracker.expire(now: at(9)).map(\.member.id) == [bob])
         #expect(tracker.expire(now: at(89)).isEmpty)
         #expect(tracker.expire(now: at(90)).map(\.member.id) == [alice])
+        // An absurd announcement is capped: 3 × 5 minutes at most.
+        _ = tracker.apply(heard(alice, in: lobby, interval: .seconds(86_400 * 40)), now: at(100))
+        #expect(tracker.expire(now: at(100 + 899)).isEmpty)
+        #expect(tracker.expire(now: at(100 + 900)).map(\.member.id) == [alice])
     }
 
     @Test("the will (a live offline status of the session) drops the member from every room at once")

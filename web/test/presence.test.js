@@ -78,6 +78,8 @@ test("a heartbeat alone makes a member present; 3 missed intervals drop it as ti
   t.apply(heard("lobby", "dave", "d", 0), 40_000);
   assert.deepEqual(t.expire(49_000).map((c) => c.member.id), ["dave"]);
   assert.deepEqual(t.expire(70_000).map((c) => c.member.id), ["carol"]);
+  t.apply(heard("lobby", "erin", "e", 0xffffffff), 100_000); // absurd: capped at 3 x 5 min
+  assert.deepEqual(t.expire(100_000 + 900_000).map((c) => c.member.id), ["erin"]);
 });
 
 test("the will drops a heard member at once; its late heartbeats are ignored until it is online again", () => {

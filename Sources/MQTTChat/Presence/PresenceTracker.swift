@@ -22,6 +22,10 @@ public struct PresenceTracker: Sendable {
     /// about 10 s with the default 3 s interval).
     public static let missedHeartbeatsAllowed = 3
 
+    /// The longest announced interval believed: a buggy or hostile heartbeat announcing days would keep a dead member
+    /// present for days. Five times the longest interval ``HeartbeatSchedule`` announces with its default base.
+    public static let longestInterval = Duration.seconds(300)
+
     /// The heartbeat interval assumed when a member did not announce one (a JOIN, a retained membership, an older
     /// client); `nil` disables every timeout (presence by retained messages and wills only, as before heartbeats).
     public let defaultInterval: Duration?
@@ -65,7 +69,7 @@ public struct PresenceTracker: Sendable {
 
     /// How long a member announcing `interval` (or the default, for `nil`) may stay silent; `nil`: forever.
     public func timeout(forInterval interval: Duration?) -> Duration? {
-        (interval ?? defaultInterval).map { $0 * Self.missedHeartbeatsAllowed }
+        (interval ?? defaultInterval).map { min($0, Self.longestInterval) * Self.missedHeartbeatsAllowed }
     }
 
     /// The members present in `room`, sorted by id.
