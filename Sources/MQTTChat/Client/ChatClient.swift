@@ -131,8 +131,9 @@ public actor ChatClient {
     /// Who is present in `room` right now (only known for joined rooms), sorted by id.
     public func members(of room: RoomName) -> [ChatMember] { tracker.members(of: room) }
 
-    /// Whether `user` is online (heard live in a joined room, or its latest status says so) (known for every user while connected); `nil` when the
-    /// broker holds no status for that user id, i.e. it never chatted here.
+    /// Whether `user` is online: heard live in a joined room, or its latest status says so (statuses are known for
+    /// every user while connected). `nil` when neither is known, i.e. it never chatted here (or, on a clustered
+    /// broker, it is connected to another node and shares no room with this user).
     public func isOnline(_ user: UserID) -> Bool? { tracker.isOnline(user) }
 
     // MARK: Sending
