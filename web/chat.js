@@ -66,7 +66,9 @@ function showRecord(record) {
 
 function showPresence(change) {
   if (change.member.id === session.userId) return;
-  const what = { present: "is here", left: "left", offline: "went offline" }[change.kind];
+  const what = {
+    present: "is here", left: "left", offline: "went offline", timedOut: "went offline (no heartbeat)",
+  }[change.kind];
   logLine("presence", [["content", `* ${display(change.member)} ${what}`]]);
 }
 

@@ -18,7 +18,7 @@ export const MessageType = Object.freeze({ JOIN: 0, LEAVE: 1, TEXT: 2, GIFT: 3, 
 /** UserStatus.State. */
 export const StatusState = Object.freeze({ OFFLINE: 0, ONLINE: 1 });
 
-// Field tables: number -> [name, kind, sub-schema or enum]. Kinds: string, int32, int64, uint64, enum, message.
+// Field tables: number -> [name, kind, sub-schema or enum]. Kinds: string, int32, uint32, int64, uint64, enum, message.
 const UserInfo = { 1: ["level", "int32"], 2: ["name", "string"], 3: ["iconUrl", "string"] };
 const ChatMessage = { 1: ["user", "message", UserInfo], 2: ["text", "string"] };
 const GiftMessage = {
@@ -28,7 +28,11 @@ const JoinEvent = { 1: ["user", "message", UserInfo], 2: ["sessionId", "string"]
 const LeaveEvent = { 1: ["user", "message", UserInfo] };
 const DirectMessage = { 1: ["user", "message", UserInfo], 2: ["text", "string"], 3: ["recipient", "string"] };
 const UserStatus = { 1: ["state", "enum", StatusState], 2: ["user", "message", UserInfo], 3: ["sessionId", "string"] };
-const Heartbeat = { 1: ["sequence", "uint64"] };
+// A heartbeat says "I am here" on its own: session and profile make its sender present, interval_ms says when the
+// next one is due (0 from a client older than presence by heartbeat).
+const Heartbeat = {
+  1: ["sequence", "uint64"], 2: ["sessionId", "string"], 3: ["user", "message", UserInfo], 4: ["intervalMs", "uint32"],
+};
 const Envelope = {
   1: ["messageId", "string"], 2: ["senderId", "string"], 3: ["room", "string"], 4: ["sentAtMs", "int64"],
   5: ["type", "enum", MessageType],
@@ -92,6 +96,15 @@ function encodeMessage(schema, object) {
         if (value === 0) break;
         w.tag(number, 0);
         w.varint(BigInt.asUintN(64, BigInt(value)));
+        break;
+      }
+      case "uint32": {
+        if (!Number.isInteger(value) || value < 0 || value > 0xffffffff) {
+          throw new TypeError(`${name}: expected an unsigned 32-bit integer, got ${value}`);
+        }
+        if (value === 0) break;
+        w.tag(number, 0);
+        w.varint(BigInt(value));
         break;
       }
       case "int64":
@@ -176,13 +189,13 @@ class Reader {
   }
 }
 
-const WIRE_TYPE = { string: 2, message: 2, int32: 0, enum: 0, int64: 0, uint64: 0 };
+const WIRE_TYPE = { string: 2, message: 2, int32: 0, uint32: 0, enum: 0, int64: 0, uint64: 0 };
 
 function defaults(schema) {
   const object = {};
   for (const [name, kind] of Object.values(schema)) {
     if (kind === "string") object[name] = "";
-    else if (kind === "int32" || kind === "enum") object[name] = 0;
+    else if (kind === "int32" || kind === "uint32" || kind === "enum") object[name] = 0;
     else if (kind === "int64" || kind === "uint64") object[name] = 0n;
   }
   return object;
@@ -211,6 +224,9 @@ function decodeMessage(schema, bytes, start, end, into) {
       case "int32":
       case "enum": // an unknown enum value is kept as its number (proto3 open enums)
         object[name] = Number(BigInt.asIntN(32, r.varint()));
+        break;
+      case "uint32": // a larger varint is truncated to its low 32 bits, as protobuf specifies
+        object[name] = Number(BigInt.asUintN(32, r.varint()));
         break;
       case "int64":
         object[name] = BigInt.asIntN(64, r.varint());

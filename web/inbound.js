@@ -60,10 +60,11 @@ const profileOf = (user) => ({ name: user?.name ?? "", level: user?.level ?? 0, 
  * confused or malicious publisher cannot, say, put a gift into another room). Returns one of
  *   {kind: "presence", input}  input: {kind: "membership", room, user, session, profile} | {kind: "membershipCleared",
  *                              room, user} | {kind: "status", user, online, session, profile} | {kind: "statusCleared", user}
- *   {kind: "joinAnnouncement" | "leaveAnnouncement", room, member: {id, profile}, messageId}
+ *   {kind: "joinAnnouncement", room, member: {id, profile}, session, messageId} (a JOIN also asks "who is here?")
+ *   {kind: "leaveAnnouncement", room, member: {id, profile}, messageId}
  *   {kind: "message", record: {id, sender: {id, profile}, sentAtMs, conversation: {room} | {peer}, content:
  *                              {text} | {gift: {name, count, url}}, direction: "sent" | "received"}}
- *   {kind: "heartbeat", room, sender, sequence}
+ *   {kind: "heartbeat", room, sender, sequence, member: {id, profile}, session, intervalMs} (intervalMs 0: unknown)
  * and throws InboundError otherwise.
  */
 export function interpret(topic, payload, me) {
@@ -119,7 +120,10 @@ function roomMessage(envelope, me, room, unexpected, mismatch) {
   if (envelope.room !== room) throw mismatch();
   const member = (user) => ({ id: envelope.senderId, profile: profileOf(user) });
   if (envelope.join) {
-    return { kind: "joinAnnouncement", room, member: member(envelope.join.user), messageId: envelope.messageId };
+    return {
+      kind: "joinAnnouncement", room, member: member(envelope.join.user), session: envelope.join.sessionId,
+      messageId: envelope.messageId,
+    };
   }
   if (envelope.leave) {
     return { kind: "leaveAnnouncement", room, member: member(envelope.leave.user), messageId: envelope.messageId };
@@ -133,7 +137,11 @@ function roomMessage(envelope, me, room, unexpected, mismatch) {
     return { kind: "message", record: record(envelope, me, g.user, { room }, content) };
   }
   if (envelope.heartbeat) {
-    return { kind: "heartbeat", room, sender: envelope.senderId, sequence: envelope.heartbeat.sequence };
+    const h = envelope.heartbeat;
+    return {
+      kind: "heartbeat", room, sender: envelope.senderId, sequence: h.sequence, member: member(h.user),
+      session: h.sessionId, intervalMs: h.intervalMs,
+    };
   }
   throw unexpected();
 }

@@ -36,7 +36,11 @@ export class EnvelopeFactory {
     return this.envelope(MessageType.STATUS, "", { status });
   }
 
-  heartbeat(sequence, room) { return this.envelope(MessageType.HEARTBEAT, room, { heartbeat: { sequence } }); }
+  /** "I am here" in `room`, with the session and profile, announcing the next one in `intervalMs` (0: unknown). */
+  heartbeat(sequence, room, intervalMs = 0) {
+    const heartbeat = { sequence, sessionId: this.session, user: this.user(), intervalMs };
+    return this.envelope(MessageType.HEARTBEAT, room, { heartbeat });
+  }
 
   user() { return { level: this.profile.level ?? 0, name: this.profile.name ?? "", iconUrl: this.profile.iconUrl ?? "" }; }
 

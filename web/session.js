@@ -6,19 +6,25 @@
 //   - after CONNACK: subscribe mqttchat/users/+/status and the own inbox (QoS 1), then publish ONLINE (retained);
 //   - join: subscribe the room's messages (QoS 2) and members/+ (QoS 1), publish the retained JoinEvent on the own
 //     member topic, then announce the JOIN in the room; leave: LEAVE, clear the retained membership, unsubscribe;
-//   - text and direct QoS 1, gift QoS 2, heartbeat QoS 0 every 10 s; own message ids are marked seen, and every
-//     received message is dropped when its id was seen already (a QoS 1 copy redelivered after a reconnect);
+//   - text and direct QoS 1, gift QoS 2; own message ids are marked seen, and every received message is dropped when
+//     its id was seen already (a QoS 1 copy redelivered after a reconnect);
+//   - presence by heartbeat (TOPICS.md): a heartbeat (QoS 0, with session, profile and interval) in the room every
+//     3 s, times ceil(members / 10) in big rooms; every other member's JOIN asks "who is here?" and is answered by a
+//     heartbeat in the room after a random delay of up to half an interval (this page speaks 3.1.1, so it has no
+//     Response Topic to answer on); members not heard for 3 of their intervals are dropped, a will drops at once;
 //   - quit: OFFLINE status, memberships cleared, DISCONNECT (so the broker does not publish the will).
 // Reconnects are ours, not mqtt.js's (its reconnectPeriod is 0): 1, 2, 4 ... 64 s between attempts, back to 1 s
 // after a success, none after the user quit or the broker refused the credentials (then a login is needed).
-// A reconnect keeps the session id, so memberships made before the drop count again once ONLINE is republished.
+// A reconnect keeps the session id, so memberships made before the drop count again once ONLINE is republished,
+// and a heartbeat right away tells the room we are back.
 
 import { encodeEnvelope } from "./envelope.js";
 import { interpret, InboundError, topics } from "./inbound.js";
 import { EnvelopeFactory, newID } from "./outbound.js";
-import { MessageDeduplicator, PresenceTracker } from "./presence.js";
+import { heartbeatMultiplier, MessageDeduplicator, PresenceTracker } from "./presence.js";
 
-export const HEARTBEAT_MS = 10_000;
+/** The base heartbeat interval (ChatClientConfiguration.heartbeatInterval): a silent member is dropped after ~9 s. */
+export const HEARTBEAT_MS = 3_000;
 export const MAX_BACKOFF_S = 64;
 /** CONNACK return codes that mean "log in (again)": 4 bad user name or password, 5 not authorised. */
 export const AUTH_REFUSED = new Set([4, 5]);
@@ -35,11 +41,14 @@ export class ChatSession {
    *   | {type: "auth", code} | {type: "message", record} | {type: "presence", change} | {type: "members"}
    *   | {type: "error", message}.
    */
-  constructor({ mqtt, url, userId, profile, username, password, onEvent, timers = globalThis }) {
-    Object.assign(this, { mqtt, url, userId, profile, username, password, onEvent, timers });
+  constructor({
+    mqtt, url, userId, profile, username, password, onEvent, timers = globalThis, heartbeatMs = HEARTBEAT_MS,
+    now = () => Date.now(), random = Math.random,
+  }) {
+    Object.assign(this, { mqtt, url, userId, profile, username, password, onEvent, timers, heartbeatMs, now, random });
     this.session = newID();
     this.envelopes = new EnvelopeFactory(userId, profile, this.session);
-    this.tracker = new PresenceTracker();
+    this.tracker = new PresenceTracker(heartbeatMs);
     this.dedup = new MessageDeduplicator();
     this.room = null; // the one joined room (the page shows one room at a time)
     this.client = null;
@@ -49,7 +58,11 @@ export class ChatSession {
     this.stopped = false; // the user quit: never reconnect
     this.reconnectTimer = null;
     this.heartbeatTimer = null;
+    this.sweepTimer = null;
+    this.answerTimer = null; // the pending answer to a "who is here?"
     this.heartbeatSequence = 0n;
+    this.tick = 0;
+    this.sent = null; // {tick, multiplier} of the last heartbeat in the room
   }
 
   // ------------------------------------------------------------------------------------------ connection
@@ -77,7 +90,9 @@ export class ChatSession {
     this.client = client;
     let refused = null;
     client.on("connect", () => { if (this.client === client) this.didConnect(); });
-    client.on("message", (topic, payload) => { if (this.client === client) this.handle(topic, payload); });
+    client.on("message", (topic, payload, packet) => {
+      if (this.client === client) this.handle(topic, payload, packet?.retain === true);
+    });
     client.on("error", (error) => {
       if (this.client !== client) return;
       if (AUTH_REFUSED.has(error.code)) refused = error.code;
@@ -106,6 +121,7 @@ export class ChatSession {
       this.room = null;
       if (room) await this.join(room, { announce: !again });
       this.pendingRoom = null;
+      if (again && this.room) this.sendHeartbeat(); // back: tell the room now rather than at the next tick
     } catch (error) {
       this.onEvent({ type: "error", message: `after connecting: ${error.message}` });
     }
@@ -167,6 +183,8 @@ export class ChatSession {
     const payload = encodeEnvelope(join);
     this.dedup.markSeen(join.messageId);
     await this.publish(topics.roomMember(room, this.userId), payload, 1, true);
+    this.sent = null;
+    this.hearMyself(room, this.intervalMs());
     if (announce) await this.publish(topics.roomMessages(room), payload, 1);
   }
 
@@ -180,6 +198,8 @@ export class ChatSession {
     await this.publish(topics.roomMessages(room), encodeEnvelope(leave), 1);
     await this.publish(topics.roomMember(room, this.userId), "", 1, true);
     this.room = null;
+    this.timers.clearTimeout(this.answerTimer);
+    this.answerTimer = null;
     await new Promise((resolve, reject) =>
       this.client.unsubscribe([topics.roomMessages(room), topics.membersFilter(room)], (e) => (e ? reject(e) : resolve())));
     this.tracker.forget(room);
@@ -243,25 +263,71 @@ export class ChatSession {
     return this.publish(topics.status(this.userId), encodeEnvelope(this.envelopes.status(online)), 1, true);
   }
 
+  /** The heartbeat interval of the joined room: the base times ceil(members / 10) (HeartbeatSchedule in Swift). */
+  intervalMs() { return this.heartbeatMs * heartbeatMultiplier(this.members().length); }
+
+  /** One tick per base interval: heartbeat when the room's interval has passed or changed; and a sweep that drops
+   *  silent members, four times per base interval (so at most 25 % late). */
   startHeartbeats() {
     this.stopHeartbeats();
     this.heartbeatTimer = this.timers.setInterval(() => {
+      this.tick += 1;
       if (!this.connected || !this.room) return;
-      this.heartbeatSequence += 1n;
-      const heartbeat = this.envelopes.heartbeat(this.heartbeatSequence, this.room);
-      // QoS 0: a lost heartbeat is simply late.
-      this.client.publish(topics.roomMessages(this.room), encodeEnvelope(heartbeat), { qos: 0 });
-    }, HEARTBEAT_MS);
+      const multiplier = heartbeatMultiplier(this.members().length);
+      if (this.sent && this.sent.multiplier === multiplier && this.tick - this.sent.tick < multiplier) return;
+      this.sendHeartbeat();
+    }, this.heartbeatMs);
+    this.sweepTimer = this.timers.setInterval(() => this.sweep(), this.heartbeatMs / 4);
   }
 
   stopHeartbeats() {
     this.timers.clearInterval(this.heartbeatTimer);
-    this.heartbeatTimer = null;
+    this.timers.clearInterval(this.sweepTimer);
+    this.timers.clearTimeout(this.answerTimer);
+    this.heartbeatTimer = this.sweepTimer = this.answerTimer = null;
+  }
+
+  /** "I am here" in the joined room (QoS 0: a lost heartbeat is simply late), announcing the room's interval. */
+  sendHeartbeat() {
+    if (!this.client || !this.connected || !this.room) return;
+    const intervalMs = this.intervalMs();
+    this.sent = { tick: this.tick, multiplier: intervalMs / this.heartbeatMs };
+    this.heartbeatSequence += 1n;
+    const heartbeat = this.envelopes.heartbeat(this.heartbeatSequence, this.room, intervalMs);
+    this.hearMyself(this.room, intervalMs);
+    this.client.publish(topics.roomMessages(this.room), encodeEnvelope(heartbeat), { qos: 0 });
+  }
+
+  /** Answers a newcomer's JOIN ("who is here?") in the room after a random delay of up to half an interval, so a
+   *  big room does not answer in one burst; one pending answer covers any number of JOINs. */
+  answerWhoIsHere() {
+    if (this.answerTimer !== null) return;
+    const delay = Math.floor(this.random() * this.intervalMs() / 2);
+    this.answerTimer = this.timers.setTimeout(() => { this.answerTimer = null; this.sendHeartbeat(); }, delay);
+  }
+
+  /** Our own messages may not come back (and are not needed to know we are here). */
+  hearMyself(room, intervalMs) {
+    this.applyPresence({
+      kind: "heard", room, user: this.userId, session: this.session, profile: this.envelopes.user(), intervalMs,
+    });
+  }
+
+  sweep() {
+    const changes = this.tracker.expire(this.now());
+    for (const change of changes) this.onEvent({ type: "presence", change });
+    if (changes.length) this.onEvent({ type: "members" });
+  }
+
+  applyPresence(input, retained = false) {
+    const changes = this.tracker.apply(input, this.now(), retained);
+    for (const change of changes) this.onEvent({ type: "presence", change });
+    if (changes.length) this.onEvent({ type: "members" });
   }
 
   // ------------------------------------------------------------------------------------------ receiving
 
-  handle(topic, payload) {
+  handle(topic, payload, retained = false) {
     let inbound;
     try { inbound = interpret(topic, payload, this.userId); } catch (error) {
       if (error instanceof InboundError) return; // not a valid chat message: dropped, as the Swift client does
@@ -271,21 +337,35 @@ export class ChatSession {
       case "presence": {
         const input = inbound.input;
         if (input.kind.startsWith("membership") && input.room !== this.room) return;
-        for (const change of this.tracker.apply(input)) this.onEvent({ type: "presence", change });
+        this.applyPresence(input, retained);
         this.onEvent({ type: "members" });
         return;
       }
-      case "joinAnnouncement":
-      case "leaveAnnouncement":
-        this.dedup.markSeen(inbound.messageId); // presence changes already say who came and went
+      // Presence changes already say who came and went; the announcements are live presence (and a JOIN asks).
+      case "joinAnnouncement": {
+        if (!this.dedup.markSeen(inbound.messageId) || inbound.room !== this.room) return;
+        const { member, session } = inbound;
+        this.applyPresence({ kind: "heard", room: inbound.room, user: member.id, session, profile: member.profile });
+        if (member.id !== this.userId) this.answerWhoIsHere();
         return;
+      }
+      case "leaveAnnouncement":
+        if (!this.dedup.markSeen(inbound.messageId) || inbound.room !== this.room) return;
+        this.applyPresence({ kind: "membershipCleared", room: inbound.room, user: inbound.member.id });
+        return;
+      case "heartbeat": {
+        if (inbound.room !== this.room) return;
+        const { member, session, intervalMs } = inbound;
+        this.applyPresence({ kind: "heard", room: inbound.room, user: member.id, session, profile: member.profile, intervalMs });
+        return;
+      }
       case "message":
         if (!this.dedup.markSeen(inbound.record.id)) return;
         if (inbound.record.conversation.room !== undefined && inbound.record.conversation.room !== this.room) return;
         this.onEvent({ type: "message", record: inbound.record });
         return;
       default:
-        return; // heartbeats: liveness comes from keep-alive and the will
+        return;
     }
   }
 }

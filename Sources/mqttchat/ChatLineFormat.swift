@@ -41,13 +41,16 @@ enum ChatLineFormat {
         return "\(ClockFormat.dateTime(record.sentAt)) \(place) \(display(record.sender)): \(content(record))"
     }
 
-    /// A presence line: `[HH:mm:ss] * bob is here`, `... * bob left`, `... * bob went offline`.
+    /// A presence line: `[HH:mm:ss] * bob is here`, `... * bob left`, `... * bob went offline`, `... * bob went offline
+    /// (no heartbeat)`.
     static func presence(_ change: PresenceChange, at now: Date = Date()) -> String {
         let what: String =
             switch change.kind {
             case .present: "is here"
             case .absent(.leftRoom): "left"
             case .absent(.wentOffline): "went offline"
+            // Dropped after 3 missed heartbeats (no will reached us): still "went offline", with the reason added.
+            case .absent(.timedOut): "went offline (no heartbeat)"
             }
         return "[\(ClockFormat.time(now))] * \(display(change.member)) \(what)"
     }

@@ -51,9 +51,35 @@ struct ChatInboundInterpreterTests {
         }
         #expect(record.content == .gift(ChatGift(name: "rose", count: 2)))
         #expect(record.id == gift.messageID)
+        let bobMember = ChatMember(id: bob, profile: UserProfile(name: "Bob", level: 1))
         #expect(
             try interpreter.interpret(topic: topic, payload: bytes(bobFactory.heartbeat(sequence: 4, in: room)))
-                == .heartbeat(room: room, sender: bob, sequence: 4))
+                == .heartbeat(room: room, sender: bobMember, session: "b1", interval: nil, sequence: 4))
+        let join = bobFactory.join(room)
+        #expect(
+            try interpreter.interpret(topic: topic, payload: bytes(join))
+                == .joinAnnouncement(room: room, member: bobMember, session: "b1", messageID: join.messageID))
+    }
+
+    @Test("a heartbeat on my presence reply topic answers my who-is-here for the room it names")
+    func presenceReplies() throws {
+        let replies = topics.name(of: .presenceReplies(alice))
+        #expect(replies == "mqttchat/users/alice/inbox/presence")
+        #expect(topics.parse(replies) == .presenceReplies(alice))
+        let heartbeat = bobFactory.heartbeat(sequence: 1, interval: .milliseconds(3500), in: room)
+        #expect(
+            try interpreter.interpret(topic: replies, payload: bytes(heartbeat))
+                == .heartbeat(
+                    room: room, sender: ChatMember(id: bob, profile: UserProfile(name: "Bob", level: 1)), session: "b1",
+                    interval: .milliseconds(3500), sequence: 1))
+        #expect(throws: ChatInboundError.unexpectedBody(topic: replies)) {
+            try interpreter.interpret(topic: replies, payload: bytes(bobFactory.text("hi", in: room)))
+        }
+        var noRoom = heartbeat
+        noRoom.room = "a/b"
+        #expect(throws: ChatInboundError.topicMismatch(topic: replies)) {
+            try interpreter.interpret(topic: replies, payload: bytes(noRoom))
+        }
     }
 
     @Test("a direct message in my inbox is a conversation with its sender")

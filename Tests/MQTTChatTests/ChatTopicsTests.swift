@@ -22,7 +22,7 @@ struct ChatTopicsTests {
     func roundTrip() throws {
         let room = try RoomName("直播间 1")
         let user = try UserID("user-42")
-        for topic in [ChatTopic.roomMessages(room), .roomMember(room, user), .inbox(user), .status(user)] {
+        for topic in [ChatTopic.roomMessages(room), .roomMember(room, user), .inbox(user), .status(user), .presenceReplies(user)] {
             #expect(topics.parse(topics.name(of: topic)) == topic)
         }
     }
@@ -33,6 +33,7 @@ struct ChatTopicsTests {
             "other/rooms/lobby/messages", "mqttchat/rooms/lobby", "mqttchat/rooms/lobby/messages/extra",
             "mqttchat/rooms//messages", "mqttchat/rooms/lobby/other", "mqttchat/rooms/lobby/members/",
             "mqttchat/users/alice/outbox", "mqttchat/users/alice", "mqttchat", "", "mqttchat/rooms/lobby/members/a/b",
+            "mqttchat/users/alice/inbox/reply", "mqttchat/users/alice/presence",
         ])
     func rejects(topic: String) {
         #expect(topics.parse(topic) == nil)

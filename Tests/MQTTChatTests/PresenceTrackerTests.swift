@@ -2,6 +2,13 @@ import Testing
 
 @testable import MQTTChat
 
+/// The retained-cache tests below have no timeouts (`defaultInterval` nil), so any instant will do.
+private let epoch = ContinuousClock.now
+
+extension PresenceTracker {
+    fileprivate mutating func apply(_ input: PresenceInput) -> [PresenceChange] { apply(input, now: epoch) }
+}
+
 @Suite("Presence tracker")
 struct PresenceTrackerTests {
     let lobby: RoomName

@@ -46,6 +46,12 @@ struct WebGoldenEnvelopeTests {
             Fixture(name: "status_offline", envelope: try factory("id-off").status(isOnline: false)),
             Fixture(name: "heartbeat_zero", envelope: try factory("id-hb0").heartbeat(sequence: 0, in: lobby)),
             Fixture(name: "heartbeat_max", envelope: try factory("id-hbmax").heartbeat(sequence: .max, in: lobby)),
+            Fixture(
+                name: "heartbeat_interval",
+                envelope: try factory("id-hbint").heartbeat(sequence: 7, interval: .seconds(3), in: lobby)),
+            Fixture(
+                name: "heartbeat_interval_max",
+                envelope: try factory("id-hbintmax").heartbeat(sequence: 1, interval: .seconds(5_000_000), in: lobby)),
             Fixture(name: "empty_profile", envelope: try factory("id-empty", profile: UserProfile(name: "")).text("x", in: lobby)),
         ]
         // Edges no factory makes: negative int32 and int64 (10-byte varints), the largest int64, unknown enums.
@@ -61,6 +67,12 @@ struct WebGoldenEnvelopeTests {
         oddStatus.status.state = .UNRECOGNIZED(7)
         fixtures.append(Fixture(name: "unknown_status_state", envelope: oddStatus))
         fixtures.append(try unknownFieldsFixture())
+        // A heartbeat of a client from before presence by heartbeat: a sequence and nothing else.
+        var bare = ProtoHeartbeat()
+        bare.sequence = 3
+        var oldHeartbeat = try factory("id-hbold").heartbeat(sequence: 3, in: lobby)
+        oldHeartbeat.heartbeat = bare
+        fixtures.append(Fixture(name: "heartbeat_before_presence", envelope: oldHeartbeat))
         return fixtures
     }
 

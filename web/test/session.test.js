@@ -21,18 +21,21 @@ class FakeClient extends EventEmitter {
 function harness() {
   const clients = [];
   const timers = [];
+  const intervals = [];
   const events = [];
+  const clock = { now: 1_000_000 };
   const fakeTimers = {
     setTimeout: (fn, ms) => { timers.push({ fn, ms }); return timers.length; },
     clearTimeout: () => {},
-    setInterval: () => 0,
+    setInterval: (fn, ms) => { intervals.push({ fn, ms }); return intervals.length; },
     clearInterval: () => {},
   };
   const mqtt = { connect: (url, options) => { const c = new FakeClient(options); clients.push(c); return c; } };
   const session = new ChatSession({
     mqtt, url: "ws://x/mqtt", userId: "alice", profile: { name: "Alice" }, onEvent: (e) => events.push(e), timers: fakeTimers,
+    now: () => clock.now, random: () => 0.5,
   });
-  return { session, clients, timers, events };
+  return { session, clients, timers, intervals, events, clock };
 }
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
@@ -83,8 +86,10 @@ test("reconnects back off, reset after a success, keep the session, and stop aft
   assert.deepEqual(timers.map((t) => t.ms), [1000, 2000]);
   clients[2].emit("connect");
   await settle();
-  const republished = clients[2].published.map((p) => p.topic);
-  assert.deepEqual(republished, ["mqttchat/users/alice/status", "mqttchat/rooms/lobby/members/alice"]); // no second JOIN
+  const republished = clients[2].published.map((p) => [p.topic, p.qos]);
+  assert.deepEqual(republished, [["mqttchat/users/alice/status", 1], ["mqttchat/rooms/lobby/members/alice", 1],
+    ["mqttchat/rooms/lobby/messages", 0]]); // no second JOIN: a heartbeat says we are back
+  assert.equal(decodeEnvelope(clients[2].published[2].payload).heartbeat.sessionId, session.session);
   clients[2].emit("close");
   assert.equal(timers.at(-1).ms, 1000);
   timers.at(-1).fn();
@@ -124,8 +129,51 @@ test("a message delivered twice is shown once; members follow presence", async (
   assert.equal(events.filter((e) => e.type === "message").length, 1);
   clients[0].emit("message", "mqttchat/rooms/lobby/members/bob", encodeEnvelope(bob.join("lobby")));
   clients[0].emit("message", "mqttchat/users/bob/status", encodeEnvelope(bob.status(true)));
-  assert.deepEqual(session.members().map((m) => m.id), ["bob"]);
+  assert.deepEqual(session.members().map((m) => m.id), ["alice", "bob"]); // we are here too, without any echo
   clients[0].emit("message", "mqttchat/users/bob/status", encodeEnvelope(bob.status(false)));
-  assert.deepEqual(session.members(), []);
-  assert.equal(events.filter((e) => e.type === "presence").map((e) => e.change.kind).join(), "present,offline");
+  assert.deepEqual(session.members().map((m) => m.id), ["alice"]);
+  const bobChanges = events.filter((e) => e.type === "presence" && e.change.member.id === "bob");
+  assert.equal(bobChanges.map((e) => e.change.kind).join(), "present,offline");
 });
+
+test("presence by heartbeat: heartbeats with session and interval, who-is-here answered, silent members dropped",
+  async () => {
+    const { session, clients, timers, intervals, events, clock } = harness();
+    session.start("lobby");
+    const c = clients[0];
+    c.emit("connect");
+    await settle();
+    const [tick, sweep] = intervals.slice(-2);
+    assert.deepEqual([tick.ms, sweep.ms], [3000, 750]);
+    tick.fn();
+    const heartbeat = decodeEnvelope(c.published.at(-1).payload);
+    assert.equal(c.published.at(-1).qos, 0);
+    assert.deepEqual([heartbeat.heartbeat.sessionId, heartbeat.heartbeat.intervalMs], [session.session, 3000]);
+    assert.equal(heartbeat.heartbeat.user.name, "Alice");
+
+    // Bob joins (no retained message at all, as on a cluster node): present at once, and his JOIN is answered in
+    // the room after a random delay of up to half an interval.
+    const bob = new EnvelopeFactory("bob", { name: "Bob" }, "B");
+    const count = c.published.length;
+    c.emit("message", "mqttchat/rooms/lobby/messages", encodeEnvelope(bob.join("lobby")));
+    assert.deepEqual(session.members().map((m) => m.id), ["alice", "bob"]);
+    assert.equal(c.published.length, count);
+    assert.equal(timers.at(-1).ms, 750); // random 0.5 x half of 3 s
+    timers.at(-1).fn();
+    assert.equal(decodeEnvelope(c.published.at(-1).payload).type, 8);
+
+    // Carol is heard only by heartbeat, announcing 6 s: dropped after 18 s of silence, not before.
+    const carol = new EnvelopeFactory("carol", { name: "Carol" }, "C");
+    c.emit("message", "mqttchat/rooms/lobby/messages", encodeEnvelope(carol.heartbeat(1n, "lobby", 6000)));
+    assert.ok(session.members().some((m) => m.id === "carol"));
+    clock.now += 9_000;
+    tick.fn(); // our own heartbeat keeps us present (without any echo from the broker)
+    sweep.fn();
+    assert.deepEqual(session.members().map((m) => m.id), ["alice", "carol"]); // bob: default 3 s x 3 passed
+    clock.now += 9_000;
+    tick.fn();
+    sweep.fn();
+    assert.deepEqual(session.members().map((m) => m.id), ["alice"]);
+    const dropped = events.filter((e) => e.type === "presence" && e.change.kind === "timedOut").map((e) => e.change.member.id);
+    assert.deepEqual(dropped, ["bob", "carol"]);
+  });

@@ -32,13 +32,15 @@ extension ChatClient {
         do {
             try await mqtt.subscribe(topics.allStatusesFilter, qos: .atLeastOnce)
             try await mqtt.subscribe(topics.name(of: .inbox(configuration.userID)), qos: .atLeastOnce)
+            // Answers to our MQTT 5 "who is here?" (heartbeats, QoS 0): subscribed before any JOIN asks.
+            if let replies = whoIsHereResponseTopic { try await mqtt.subscribe(replies, qos: .atMostOnce) }
         } catch {
             stopPumps()
             throw .mqtt(error)
         }
         isConnected = true
         try await publishStatus(isOnline: true)
-        if let interval = configuration.heartbeatInterval { startHeartbeats(every: interval) }
+        startPresenceLoops()
     }
 
     /// Goes offline gracefully: publishes "offline", clears this user's memberships, and disconnects.
@@ -52,9 +54,7 @@ extension ChatClient {
         if case .connected? = mqtt.state {
             try? await publishStatus(isOnline: false)
             for room in joinedRooms {
-                try? await mqtt.publish(
-                    topic: topics.name(of: .roomMember(room, configuration.userID)), payload: [], qos: .atLeastOnce,
-                    retain: true)
+                try? await publish(topic: topics.name(of: .roomMember(room, configuration.userID)), [], .atLeastOnce, retain: true)
             }
             if keepsSession {
                 for room in joinedRooms {
@@ -62,6 +62,7 @@ extension ChatClient {
                     try? await mqtt.unsubscribe(topics.membersFilter(of: room))
                 }
                 try? await mqtt.unsubscribe(topics.allStatusesFilter)
+                if let replies = whoIsHereResponseTopic { try? await mqtt.unsubscribe(replies) }
             }
         }
         joinedRooms.removeAll()
@@ -115,12 +116,20 @@ extension ChatClient {
     // MARK: Publishing
 
     /// Publishes `payload`; at MQTT 5 an envelope (any non-empty payload) carries ``ChatWireProperties`` and, if
-    /// given, expires after `expiry` seconds.
-    func publish(topic: String, _ payload: [UInt8], _ qos: QoS, retain: Bool = false, expiry: UInt32? = nil)
-        async throws(ChatError)
-    {
-        let properties =
+    /// given, expires after `expiry` seconds and asks for answers on `responseTopic` with `correlation`.
+    func publish(
+        topic: String, _ payload: [UInt8], _ qos: QoS, retain: Bool = false, expiry: UInt32? = nil,
+        responseTopic: String? = nil, correlation: [UInt8]? = nil
+    ) async throws(ChatError) {
+        var properties =
             usesMQTT5 && !payload.isEmpty ? ChatWireProperties.envelope(expiry: expiry) : MQTTPublishProperties()
+        if usesMQTT5, let responseTopic {
+            properties.responseTopic = responseTopic
+            properties.correlationData = correlation
+        }
+        // A broker without retained messages (MQTT 5 CONNACK "retain available" 0) would close the connection on a
+        // retained PUBLISH; presence does not need the retained cache, so it is simply not written there.
+        let retain = retain && mqtt.connAck?.retainAvailable != false
         do {
             try await mqtt.publish(topic: topic, payload: payload, qos: qos, retain: retain, properties: properties)
         } catch {
@@ -158,33 +167,16 @@ extension ChatClient {
     func stopPumps() {
         for task in tasks { task.cancel() }
         tasks.removeAll()
+        cancelPendingAnswers()
     }
 
-    /// After a reconnect the broker may have published our will: say we are online again (same session,
-    /// so our retained memberships count again). Subscriptions are restored by the MQTT client.
+    /// After a reconnect the broker may have published our will: say we are online again (same session, so our
+    /// retained memberships count again) and heartbeat in every room at once, so members that dropped us (or saw
+    /// our will) have us back within moments. Subscriptions are restored by the MQTT client.
     private func didReconnect() async {
         guard isConnected else { return }
         try? await publishStatus(isOnline: true)
-    }
-
-    private func startHeartbeats(every interval: Duration) {
-        tasks.append(
-            Task { [weak self] in
-                while !Task.isCancelled {
-                    do { try await Task.sleep(for: interval) } catch { return }
-                    guard let self else { return }
-                    await self.sendHeartbeats()
-                }
-            })
-    }
-
-    private func sendHeartbeats() async {
-        heartbeatSequence &+= 1
-        for room in joinedRooms {
-            guard let payload = try? Self.encode(envelopes.heartbeat(sequence: heartbeatSequence, in: room)) else { continue }
-            // QoS 0: a lost heartbeat is simply late; failures while offline are expected. A stale one expires.
-            try? await publish(
-                topic: topics.name(of: .roomMessages(room)), payload, .atMostOnce, expiry: configuration.ephemeralMessageExpiry)
-        }
+        heartbeatSchedule?.reset()
+        await sendDueHeartbeats(tick: 0)
     }
 }

@@ -6,8 +6,10 @@ import MQTTCore
 ///
 /// Delivery guarantees per message type: heartbeats QoS 0; join/leave/text/direct QoS 1, de-duplicated
 /// by message id so a redelivered copy is never reported or stored twice; gifts QoS 2 (exactly once).
-/// Presence is computed from retained per-member topics and the retained per-user status, whose offline
-/// value is the MQTT will, so a killed process disappears from every room (see TOPICS.md).
+/// Presence is by heartbeat: every member announces itself on join and periodically, answers a newcomer's JOIN
+/// ("who is here?") and is dropped after 3 missed heartbeats, or at once by its will (the offline status). Retained
+/// memberships and statuses are only a cache for a fast first view, so the chat also works on a clustered broker
+/// whose nodes do not share retained messages (see TOPICS.md).
 ///
 /// It speaks MQTT 5 when the broker offers it (No Local on rooms, envelope properties, message expiry, an inbox
 /// session, room history from a ``RoomHistoryService``) and MQTT 3.1.1 when the broker refuses it.
@@ -34,7 +36,11 @@ public actor ChatClient {
     let interpreter: ChatInboundInterpreter
     var topics: ChatTopics { configuration.topics }
 
-    var tracker = PresenceTracker()
+    var tracker: PresenceTracker
+    /// When to heartbeat in which room; `nil` when ``ChatClientConfiguration/heartbeatInterval`` is `nil`.
+    var heartbeatSchedule: HeartbeatSchedule?
+    /// Answers to a 3.1.1 "who is here?" waiting for their random delay, one per room.
+    var pendingAnswers: [RoomName: Task<Void, Never>] = [:]
     var deduplicator: MessageDeduplicator
     var joinedRooms: Set<RoomName> = []
     var subscribers: [UUID: AsyncStream<ChatEvent>.Continuation] = [:]
@@ -52,6 +58,8 @@ public actor ChatClient {
         envelopes = ChatEnvelopeFactory(sender: configuration.userID, profile: configuration.profile, session: session)
         interpreter = ChatInboundInterpreter(topics: configuration.topics, me: configuration.userID)
         deduplicator = MessageDeduplicator(capacity: configuration.deduplicationCapacity)
+        tracker = PresenceTracker(defaultInterval: configuration.heartbeatInterval)
+        heartbeatSchedule = configuration.heartbeatInterval.map { HeartbeatSchedule(base: $0) }
         offlineStatus = try Self.encode(envelopes.status(isOnline: false))
         usesMQTT5 = configuration.mqtt.protocolVersion == .v5
         mqtt = try Self.makeMQTTClient(configuration, offlineStatus: offlineStatus, mqtt5: usesMQTT5)
@@ -71,7 +79,8 @@ public actor ChatClient {
     // MARK: Rooms
 
     /// Joins `room`: subscribes to its traffic (MQTT 5: with No Local, so this client's own messages are not sent
-    /// back) and members, publishes the retained membership, announces the join. At MQTT 5 it then asks a room
+    /// back) and members, publishes the retained membership (a cache), announces the join, which also asks
+    /// "who is here?" (at MQTT 5 answered on this user's presence reply topic). At MQTT 5 it then asks a room
     /// history service, in the background, for the messages it missed (see ``fetchRoomHistory(_:timeout:)``).
     public func join(_ room: RoomName) async throws(ChatError) {
         guard isConnected else { throw .notConnected }
@@ -90,8 +99,10 @@ public actor ChatClient {
         let payload = try Self.encode(join)
         _ = deduplicator.markSeen(join.messageID)
         try await publish(topic: topics.name(of: .roomMember(room, configuration.userID)), payload, .atLeastOnce, retain: true)
+        hearMyself(in: room, interval: heartbeatInterval(in: room))
         try await publish(
-            topic: topics.name(of: .roomMessages(room)), payload, .atLeastOnce, expiry: configuration.ephemeralMessageExpiry)
+            topic: topics.name(of: .roomMessages(room)), payload, .atLeastOnce, expiry: configuration.ephemeralMessageExpiry,
+            responseTopic: whoIsHereResponseTopic, correlation: Array(join.messageID.utf8))
         if usesMQTT5, let timeout = configuration.roomHistoryTimeout { startHistoryFetch(room, timeout: timeout) }
     }
 
@@ -120,8 +131,9 @@ public actor ChatClient {
     /// Who is present in `room` right now (only known for joined rooms), sorted by id.
     public func members(of room: RoomName) -> [ChatMember] { tracker.members(of: room) }
 
-    /// Whether `user`'s retained status says online (known for every user while connected); `nil` when the
-    /// broker holds no status for that user id, i.e. it never chatted here.
+    /// Whether `user` is online: heard live in a joined room, or its latest status says so (statuses are known for
+    /// every user while connected). `nil` when neither is known, i.e. it never chatted here (or, on a clustered
+    /// broker, it is connected to another node and shares no room with this user).
     public func isOnline(_ user: UserID) -> Bool? { tracker.isOnline(user) }
 
     // MARK: Sending
@@ -223,7 +235,7 @@ public actor ChatClient {
         do { return try envelope.serializedBytes() } catch { throw .encodingFailed }
     }
 
-    func handle(_ message: MQTTMessage) {
+    func handle(_ message: MQTTMessage) async {
         let inbound: ChatInbound
         do { inbound = try interpreter.interpret(topic: message.topic, payload: message.payload) } catch {
             undecodableMessageCount += 1
@@ -237,13 +249,17 @@ public actor ChatClient {
         switch inbound {
         case .presence(let input):
             if case .membership(let room, _, _, _) = input, !joinedRooms.contains(room) { return }
-            for change in tracker.apply(input) { emit(.presenceChanged(change)) }
-        case .joinAnnouncement(let room, let member, let id):
+            applyPresence(input, retained: message.retain)
+        case .joinAnnouncement(let room, let member, let session, let id):
             guard deduplicator.markSeen(id) else { return }
             emit(.joined(room: room, member: member))
+            applyPresence(.heard(room: room, user: member.id, session: session, profile: member.profile, interval: nil))
+            await answerWhoIsHere(in: room, newcomer: member.id, request: message)
         case .leaveAnnouncement(let room, let member, let id):
             guard deduplicator.markSeen(id) else { return }
             emit(.left(room: room, member: member))
+            // Live, so it works where the retained membership's clearing is not replayed (a clustered broker).
+            applyPresence(.membershipCleared(room: room, user: member.id))
         case .message(let record):
             guard deduplicator.markSeen(record.id) else { return }
             // A history failure must not hide the message from the application.
@@ -253,8 +269,8 @@ public actor ChatClient {
             case (.room, .text): emit(.text(record))
             case (.room, .gift): emit(.gift(record))
             }
-        case .heartbeat:
-            return
+        case .heartbeat(let room, let sender, let session, let interval, _):
+            applyPresence(.heard(room: room, user: sender.id, session: session, profile: sender.profile, interval: interval))
         }
     }
 }
@@ -263,13 +279,13 @@ extension ChatInbound {
     /// The room and sender of room traffic (announcements, texts, gifts, heartbeats); `nil` for everything else.
     var roomAndSender: (RoomName, UserID)? {
         switch self {
-        case .joinAnnouncement(let room, let member, _), .leaveAnnouncement(let room, let member, _):
+        case .joinAnnouncement(let room, let member, _, _), .leaveAnnouncement(let room, let member, _):
             return (room, member.id)
         case .message(let record):
             guard case .room(let room) = record.conversation else { return nil }
             return (room, record.sender.id)
-        case .heartbeat(let room, let sender, _):
-            return (room, sender)
+        case .heartbeat(let room, let sender, _, _, _):
+            return (room, sender.id)
         case .presence:
             return nil
         }

@@ -15,7 +15,11 @@ public struct ChatClientConfiguration: Sendable {
     /// refuses MQTT 5 in its CONNACK. At MQTT 5 `cleanSession` and `sessionExpiryInterval` are replaced by
     /// ``inboxSessionExpiry``.
     public var mqtt: MQTTClientConfiguration
-    /// How often a heartbeat (QoS 0, never stored) is published in every joined room; `nil` sends none.
+    /// The base interval of presence heartbeats (QoS 0, never stored) in every joined room; rooms of more than
+    /// 10 members use a multiple of it (``HeartbeatSchedule``). Members are dropped after 3 intervals without a
+    /// heartbeat, so the default 3 s drops a silent member after about 10 s (the design notes' timeout).
+    /// `nil` sends none, answers no "who is here?" and times nobody out by default: presence then rests on the
+    /// retained cache and wills alone, which a clustered broker does not share between nodes.
     public var heartbeatInterval: Duration?
     /// Where local history is stored.
     public var history: ChatHistoryLocation
@@ -49,7 +53,7 @@ public struct ChatClientConfiguration: Sendable {
         mqtt.keepAlive = .seconds(30)
         mqtt.protocolVersion = .v5
         self.mqtt = mqtt
-        heartbeatInterval = .seconds(10)
+        heartbeatInterval = .seconds(3)
         history = .defaultFile(for: userID)
         topics = .standard
         deduplicationCapacity = 4096

@@ -75,11 +75,22 @@ public struct ChatEnvelopeFactory: Sendable {
         return envelope(.status, room: nil, body: .status(status))
     }
 
-    /// A HEARTBEAT envelope for `room`.
-    public func heartbeat(sequence: UInt64, in room: RoomName) -> ProtoEnvelope {
+    /// A HEARTBEAT envelope for `room`: "I am here" with this connection's session and profile, announcing when the
+    /// next one comes (`interval`, `nil` for unknown; see ``HeartbeatSchedule``).
+    public func heartbeat(sequence: UInt64, interval: Duration? = nil, in room: RoomName) -> ProtoEnvelope {
         var heartbeat = ProtoHeartbeat()
         heartbeat.sequence = sequence
+        heartbeat.sessionID = session
+        heartbeat.user = profile.proto
+        heartbeat.intervalMs = interval.map(Self.milliseconds) ?? 0
         return envelope(.heartbeat, room: room, body: .heartbeat(heartbeat))
+    }
+
+    /// `duration` in whole milliseconds, clamped to what the wire field holds.
+    static func milliseconds(_ duration: Duration) -> UInt32 {
+        let (seconds, attoseconds) = duration.components
+        let ms = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        return UInt32(clamping: max(0, ms))
     }
 
     private func envelope(_ type: ProtoMessageType, room: RoomName?, body: ProtoEnvelope.OneOf_Body) -> ProtoEnvelope {

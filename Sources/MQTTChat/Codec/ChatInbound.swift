@@ -2,14 +2,15 @@
 public enum ChatInbound: Sendable, Hashable {
     /// A change to retained membership or status, for the presence tracker.
     case presence(PresenceInput)
-    /// A member announced in a room that it joined.
-    case joinAnnouncement(room: RoomName, member: ChatMember, messageID: String)
+    /// A member announced in a room that it joined (in connection session `session`); it also asks "who is here?".
+    case joinAnnouncement(room: RoomName, member: ChatMember, session: String, messageID: String)
     /// A member announced in a room that it left.
     case leaveAnnouncement(room: RoomName, member: ChatMember, messageID: String)
     /// A text, gift or direct message.
     case message(ChatMessageRecord)
-    /// A heartbeat of `sender` in `room` (never stored).
-    case heartbeat(room: RoomName, sender: UserID, sequence: UInt64)
+    /// A heartbeat of `sender` in `room` (never stored): in the room, or answering our "who is here?" on our
+    /// presence reply topic. `interval` is when its next one is due (`nil`: not announced).
+    case heartbeat(room: RoomName, sender: ChatMember, session: String, interval: Duration?, sequence: UInt64)
 }
 
 /// Why a received message was not understood.

@@ -25,6 +25,8 @@ public struct ChatInboundInterpreter: Sendable {
             return .presence(.membershipCleared(room: room, user: user))
         case .status(let user) where payload.isEmpty:
             return .presence(.statusCleared(user: user))
+        case .presenceReplies where payload.isEmpty:
+            throw .unexpectedBody(topic: topic)
         default:
             break
         }
@@ -70,7 +72,21 @@ public struct ChatInboundInterpreter: Sendable {
 
         case .roomMessages(let room):
             return try roomMessage(envelope, sender: sender, room: room, topic: topic)
+
+        case .presenceReplies:
+            // Only heartbeats answering our "who is here?"; the room is the envelope's, as nothing else names it.
+            guard case .heartbeat(let heartbeat)? = envelope.body else { throw .unexpectedBody(topic: topic) }
+            guard let room = try? RoomName(envelope.room) else { throw .topicMismatch(topic: topic) }
+            return Self.heartbeat(heartbeat, sender: sender, room: room)
         }
+    }
+
+    private static func heartbeat(_ heartbeat: ProtoHeartbeat, sender: UserID, room: RoomName) -> ChatInbound {
+        .heartbeat(
+            room: room, sender: ChatMember(id: sender, profile: UserProfile(heartbeat.user)),
+            session: heartbeat.sessionID,
+            interval: heartbeat.intervalMs == 0 ? nil : .milliseconds(Int64(heartbeat.intervalMs)),
+            sequence: heartbeat.sequence)
     }
 
     private func roomMessage(_ envelope: ProtoEnvelope, sender: UserID, room: RoomName, topic: String)
@@ -82,7 +98,8 @@ public struct ChatInboundInterpreter: Sendable {
         switch envelope.body {
         case .join(let join)?:
             return .joinAnnouncement(
-                room: room, member: ChatMember(id: sender, profile: UserProfile(join.user)), messageID: envelope.messageID)
+                room: room, member: ChatMember(id: sender, profile: UserProfile(join.user)), session: join.sessionID,
+                messageID: envelope.messageID)
         case .leave(let leave)?:
             return .leaveAnnouncement(
                 room: room, member: ChatMember(id: sender, profile: UserProfile(leave.user)), messageID: envelope.messageID)
@@ -93,7 +110,7 @@ public struct ChatInboundInterpreter: Sendable {
                 ChatGift(name: gift.giftName, count: gift.giftCount, url: gift.giftURL))
             return .message(record(envelope, sender: sender, profile: gift.user, in: .room(room), content: content))
         case .heartbeat(let heartbeat)?:
-            return .heartbeat(room: room, sender: sender, sequence: heartbeat.sequence)
+            return Self.heartbeat(heartbeat, sender: sender, room: room)
         case .direct?, .status?, nil:
             throw .unexpectedBody(topic: topic)
         }

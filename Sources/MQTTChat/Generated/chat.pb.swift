@@ -51,7 +51,7 @@ public nonisolated enum ProtoMessageType: SwiftProtobuf.Enum, Swift.CaseIterable
   /// a user's online/offline status (retained; the offline one is the MQTT will)
   case status // = 5
 
-  /// "I am still here", QoS 0, never stored
+  /// "I am here": presence by heartbeat, QoS 0, never stored
   case heartbeat // = 8
   case UNRECOGNIZED(Int)
 
@@ -168,6 +168,8 @@ public nonisolated struct ProtoGiftMessage: Sendable {
 }
 
 /// A member entered a room. Also the retained payload of the member's presence topic.
+/// On the room topic a JOIN also asks "who is here?": every member answers with a Heartbeat, at MQTT 5 to the
+/// Response Topic of the JOIN (only the newcomer gets it), at 3.1.1 in the room after a small random delay.
 public nonisolated struct ProtoJoinEvent: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -304,7 +306,9 @@ public nonisolated struct ProtoUserStatus: Sendable {
   fileprivate var _user: ProtoUserInfo? = nil
 }
 
-/// A periodic liveness signal. Empty on purpose: the envelope already says who and when.
+/// "I am here": sent in every joined room periodically (QoS 0, expiring), and as the answer to a newcomer's
+/// JOIN, which doubles as "who is here?" (see TOPICS.md). A heartbeat alone makes its sender present, without
+/// any retained message, so presence works on brokers that do not share retained messages (clusters).
 public nonisolated struct ProtoHeartbeat: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -313,9 +317,28 @@ public nonisolated struct ProtoHeartbeat: Sendable {
   /// Increments by one per heartbeat of a connection, so gaps are visible.
   public var sequence: UInt64 = 0
 
+  /// The sender's connection session (see UserStatus.session_id): a will for this session removes the sender.
+  public var sessionID: String = String()
+
+  /// The sender as shown to others.
+  public var user: ProtoUserInfo {
+    get {_user ?? ProtoUserInfo()}
+    set {_user = newValue}
+  }
+  /// Returns true if `user` has been explicitly set.
+  public var hasUser: Bool {self._user != nil}
+  /// Clears the value of `user`. Subsequent reads from it will return its default value.
+  public mutating func clearUser() {self._user = nil}
+
+  /// Milliseconds until the sender's next heartbeat in this room. Receivers drop the sender after three such
+  /// periods without hearing from it; 0 (an older sender) means "use your own default interval".
+  public var intervalMs: UInt32 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _user: ProtoUserInfo? = nil
 }
 
 /// The one message on the wire.
@@ -715,7 +738,7 @@ nonisolated extension ProtoUserStatus.State: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension ProtoHeartbeat: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Heartbeat"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}sequence\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}sequence\0\u{3}session_id\0\u{1}user\0\u{3}interval_ms\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -724,20 +747,39 @@ nonisolated extension ProtoHeartbeat: SwiftProtobuf.Message, SwiftProtobuf._Mess
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularUInt64Field(value: &self.sequence) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.sessionID) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._user) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.intervalMs) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if self.sequence != 0 {
       try visitor.visitSingularUInt64Field(value: self.sequence, fieldNumber: 1)
+    }
+    if !self.sessionID.isEmpty {
+      try visitor.visitSingularStringField(value: self.sessionID, fieldNumber: 2)
+    }
+    try { if let v = self._user {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    } }()
+    if self.intervalMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.intervalMs, fieldNumber: 4)
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: ProtoHeartbeat, rhs: ProtoHeartbeat) -> Bool {
     if lhs.sequence != rhs.sequence {return false}
+    if lhs.sessionID != rhs.sessionID {return false}
+    if lhs._user != rhs._user {return false}
+    if lhs.intervalMs != rhs.intervalMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -7,6 +7,10 @@ public struct PresenceChange: Sendable, Hashable {
         /// The member's status went offline or unknown, e.g. its process died and the broker published its will,
         /// or its membership belongs to an older session.
         case wentOffline
+        /// The member was not heard from for ``PresenceTracker/missedHeartbeatsAllowed`` of its heartbeat intervals
+        /// (its process hung, its network went away without the will reaching us, or it was known only from a
+        /// retained cache that no live heartbeat confirmed).
+        case timedOut
     }
 
     /// What happened.

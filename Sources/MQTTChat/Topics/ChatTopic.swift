@@ -8,4 +8,7 @@ public enum ChatTopic: Sendable, Hashable {
     case inbox(UserID)
     /// `<root>/users/<user>/status`: retained online/offline status of `user` (offline is its MQTT will).
     case status(UserID)
+    /// `<root>/users/<user>/inbox/presence`: heartbeats answering `user`'s "who is here?" (the Response Topic of its MQTT 5
+    /// JOIN announcements), so a newcomer hears the room without the room hearing every answer.
+    case presenceReplies(UserID)
 }

@@ -27,6 +27,7 @@ public struct ChatTopics: Sendable, Hashable {
         case .roomMember(let room, let user): "\(root)/rooms/\(room.rawValue)/members/\(user.rawValue)"
         case .inbox(let user): "\(root)/users/\(user.rawValue)/inbox"
         case .status(let user): "\(root)/users/\(user.rawValue)/status"
+        case .presenceReplies(let user): "\(root)/users/\(user.rawValue)/inbox/presence"
         }
     }
 
@@ -52,6 +53,10 @@ public struct ChatTopics: Sendable, Hashable {
         case (4, "rooms"):
             guard levels[3] == "messages", let room = try? RoomName(levels[2]) else { return nil }
             return .roomMessages(room)
+        case (5, "users"):
+            // Under the inbox, so a broker ACL that lets only <user> read its inbox (`inbox/#`) covers it too.
+            guard levels[3] == "inbox", levels[4] == "presence", let user = try? UserID(levels[2]) else { return nil }
+            return .presenceReplies(user)
         case (5, "rooms"):
             guard levels[3] == "members", let room = try? RoomName(levels[2]),
                 let user = try? UserID(levels[4])

@@ -16,6 +16,7 @@ final class DroppableProxy: @unchecked Sendable {
     private let lock = NSLock()
     private var sockets: [Int32] = []
     private var isDropped = false
+    private var isFrozen = false
 
     init(upstreamPort: Int) throws {
         self.upstreamPort = upstreamPort
@@ -47,6 +48,21 @@ final class DroppableProxy: @unchecked Sendable {
         sockets.removeAll()
         lock.unlock()
         for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    /// Stops relaying in both directions but keeps every connection open: a hung process or a partitioned network.
+    /// The broker notices only when the keep-alive expires, so the client's will comes late (or never, in a test
+    /// shorter than that).
+    func freeze() {
+        lock.lock()
+        isFrozen = true
+        lock.unlock()
+    }
+
+    private var frozen: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return isFrozen
     }
 
     /// Cuts every relayed connection and stops accepting new ones.
@@ -83,8 +99,8 @@ final class DroppableProxy: @unchecked Sendable {
                 return
             }
             let pair = SocketPair(client, upstream)
-            Thread.detachNewThread { relay(from: client, to: upstream, pair: pair) }
-            Thread.detachNewThread { relay(from: upstream, to: client, pair: pair) }
+            Thread.detachNewThread { [self] in relay(from: client, to: upstream, pair: pair) { frozen } }
+            Thread.detachNewThread { [self] in relay(from: upstream, to: client, pair: pair) { frozen } }
         }
     }
 }

@@ -27,13 +27,15 @@ final class SocketPair: @unchecked Sendable {
     }
 }
 
-/// Copies bytes until either side closes, then shuts both down.
-func relay(from source: Int32, to destination: Int32, pair: SocketPair) {
+/// Copies bytes until either side closes, then shuts both down. While `swallow` says so, bytes read are dropped
+/// instead (a hung peer: the connection stays open, nothing gets through).
+func relay(from source: Int32, to destination: Int32, pair: SocketPair, swallow: @Sendable () -> Bool = { false }) {
     defer { pair.relayFinished() }
     var buffer = [UInt8](repeating: 0, count: 16 * 1024)
     loop: while true {
         let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
         if count <= 0 { break }
+        if swallow() { continue }
         var offset = 0
         while offset < count {
             let written = buffer.withUnsafeBytes { bytes in
