@@ -285,6 +285,7 @@ final class ClientEngine: Sendable {
 
     private func runNetworkThread() {
         var socketOpen = false
+        var openedEpoch = 0  // the state machine's epoch when the socket opened
         while true {
             switch loop.next(wait: !socketOpen) {
             case nil:
@@ -295,6 +296,7 @@ final class ClientEngine: Sendable {
                 return
             case .connect:
                 socketOpen = openConnection()
+                if socketOpen { openedEpoch = core.withLock { $0.machine.epoch } }
             case .disconnect:
                 if mosquitto_disconnect(handle.pointer) != MosquittoError.success {
                     socketOpen = false
@@ -310,7 +312,8 @@ final class ClientEngine: Sendable {
                     // Usually on_disconnect reported this already (then the event is ignored), but libmosquitto
                     // closes a socket whose TLS handshake failed inside its read or write without calling it.
                     let error = MosquittoError.lossError(rc)
-                    feed { $0.connectionClosed(cleanly: rc == MosquittoError.success, error: error) }
+                    let epoch = openedEpoch
+                    feed { $0.socketFoundClosed(openedInEpoch: epoch, cleanly: rc == MosquittoError.success, error: error) }
                 }
             }
         }

@@ -190,6 +190,15 @@ struct ClientStateMachine<Waiter: Sendable>: Sendable {
         }
     }
 
+    /// The network thread found the socket of epoch `openedInEpoch` closed after reading or writing. Usually
+    /// `on_disconnect` reported that close already and the epoch has moved on: then this late duplicate is ignored,
+    /// so that it cannot fail a connection attempt the user has started since (`disconnect()` returns on the first
+    /// report, and `connect()` may follow at once on another thread).
+    mutating func socketFoundClosed(openedInEpoch: Int, cleanly: Bool, error: MQTTClientError) -> [Action] {
+        guard openedInEpoch == epoch else { return [] }
+        return connectionClosed(cleanly: cleanly, error: error)
+    }
+
     /// The reconnect timer of `generation` expired.
     mutating func reconnectTimerFired(generation: Int) -> [Action] {
         guard case .waitingToReconnect(let current) = phase, current == generation else { return [] }

@@ -52,6 +52,24 @@ struct ClientStateMachineTests {
         #expect(scheduled(closed) == nil)
     }
 
+    @Test("a late report of the socket disconnect() closed does not fail the connect() that followed it")
+    func lateCloseAfterDisconnect() {
+        var machine = Machine(reconnect: Self.fast, offlineQueueLimit: 10, seed: 1)
+        connected(&machine)
+        let opened = machine.epoch
+        _ = machine.disconnectRequested(1)
+        // on_disconnect reports the close: disconnect() returns, and the caller connects again at once.
+        #expect(resumed(machine.connectionClosed(cleanly: true, error: .notConnected)) == [1: .done])
+        #expect(states(machine.connectRequested(2)) == [.connecting])
+        // Then the network thread's own check of the old socket arrives: it must change nothing.
+        #expect(machine.socketFoundClosed(openedInEpoch: opened, cleanly: true, error: .mosquitto(code: 0, message: "No error.")).isEmpty)
+        #expect(resumed(machine.connackReceived(code: 0, sessionPresent: false, protocolVersion: .v3_1_1)) == [2: .done])
+        // A close nobody reported (a failed TLS handshake) still counts.
+        let current = machine.epoch
+        let lost = machine.socketFoundClosed(openedInEpoch: current, cleanly: false, error: .timeout)
+        #expect(scheduled(lost) != nil)
+    }
+
     @Test("lost connections back off 1, 2, 4 … 64, 64 s and reset after a success")
     func backoffSequence() {
         var machine = Machine(reconnect: Self.fast, offlineQueueLimit: 10, seed: 1)
