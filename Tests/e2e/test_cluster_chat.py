@@ -155,7 +155,7 @@ def test_cluster_chat_member_killed_on_node1_seen_leaving(ejabberd_cluster, cli_
 def test_cluster_chat_membership_converges_after_a_node_dies(ejabberd_cluster, cli_factory, tmp_path):
     """A network partition, simulated by killing node 1 (SIGKILL of its VM: its clients' wills die with it).
     bob (node 2) and carol (node 3) see alice and dave (node 1) leave within the heartbeat timeout, keep chatting,
-    and /members converges to the two of them. Runs last: the next test using the cluster gets a fresh one."""
+    and /members converges to the two of them. The next test using the cluster gets a fresh one."""
     node1, node2, node3 = ejabberd_cluster
     room = room_name()
     bob = chat_on(cli_factory, node2, room, "bob", tmp_path)
