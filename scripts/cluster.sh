@@ -70,7 +70,8 @@ down() {
 
 # Runs Erlang expressions ($1) on a hidden, short-lived control node of the cluster; its output on stdout.
 control() {
-  ERL_EPMD_PORT=$(cat "$dir/epmd_port") timeout $((JOIN_TIMEOUT + 30)) \
+  ERL_EPMD_PORT=$(cat "$dir/epmd_port") ERL_CRASH_DUMP="$dir/control_crash.dump" ERL_CRASH_DUMP_BYTES=0 \
+    timeout $((JOIN_TIMEOUT + 30)) \
     erl -sname "ctl$(random_hex 4)@localhost" -setcookie "$(cat "$dir/cookie")" -hidden -noinput \
     -start_epmd false -kernel inet_dist_use_interface '{127,0,0,1}' +sbwt none +sbwtdcpu none +sbwtdio none \
     -eval "$1" </dev/null
