@@ -6,7 +6,8 @@ set -euo pipefail
 # node-mqtt + node-browserify make the browser chat's MQTT bundle (below); chromium + chromium-driver run
 # the browser test (Tests/e2e/test_webchat.py) headless, driven by selenium. ejabberd: its mod_mqtt is the peer
 # broker with a WebSocket listener (scripts/ejabberd-peer.sh), since Debian 12's mosquitto 2.0.11 cannot open one
-# here.
+# here, and the 3-node cluster of Tests/e2e/test_cluster_*.py (scripts/cluster.sh; it needs nothing more than the
+# package's own dependencies: erl and epmd from erlang-base).
 APT_PACKAGES=(libmosquitto-dev mosquitto mosquitto-clients protobuf-compiler libsqlite3-dev openssl python3-pip
   nodejs node-mqtt node-browserify chromium chromium-driver ejabberd)
 PIP_PACKAGES=(paho-mqtt pytest selenium)
@@ -57,7 +58,8 @@ elif [ -x /etc/init.d/prometheus ] && /etc/init.d/prometheus status >/dev/null 2
 fi
 
 # ejabberd's Debian package installs a system service (XMPP on 5222, its own epmd). The peer script starts a node of
-# its own on free loopback ports instead, so the packaged service must neither run nor start at boot.
+# its own on free loopback ports instead (as does scripts/cluster.sh, three of them), so the packaged service must
+# neither run nor start at boot.
 if command -v systemctl >/dev/null 2>&1; then
   if systemctl is-active --quiet ejabberd 2>/dev/null; then
     echo "setup: stopping the system ejabberd service (scripts/ejabberd-peer.sh starts its own node for the tests)" >&2

@@ -450,6 +450,10 @@ def ejabberd_peer(tmp_path_factory):
         subprocess.run([str(EJABBERD_PEER), "down", str(directory)], capture_output=True, timeout=30)
 
 
+# The 3-node ejabberd cluster of test_cluster_*.py (scripts/cluster.sh), in a module of its own.
+from cluster_support import ejabberd_cluster, ejabberd_cluster_session  # noqa: E402,F401
+
+
 def unique(prefix: str = "e2e") -> str:
     return f"{prefix}/{uuid.uuid4().hex[:10]}"
 
