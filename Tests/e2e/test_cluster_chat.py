@@ -144,7 +144,7 @@ def test_cluster_chat_member_killed_on_node1_seen_leaving(ejabberd_cluster, cli_
         p.wait_for(rf"^{TIME} \* alice is here$", timeout=PRESENT_WAIT)
     alice.kill()
     for p in (bob, carol):
-        p.wait_for(rf"^{TIME} \* alice (went offline|left)$", timeout=LEAVE_WAIT)
+        p.wait_for(rf"^{TIME} \* alice (went offline|went offline \(no heartbeat\)|left)$", timeout=LEAVE_WAIT)
     bob.send("still here")
     carol.wait_for(rf"^{TIME} bob: still here$")
     for p in (bob, carol):
@@ -171,7 +171,7 @@ def test_cluster_chat_membership_converges_after_a_node_dies(ejabberd_cluster, c
     node1.kill()
     for p in (bob, carol):
         for gone in ("alice", "dave"):
-            p.wait_for(rf"^{TIME} \* {gone} (went offline|left)$", timeout=LEAVE_WAIT)
+            p.wait_for(rf"^{TIME} \* {gone} (went offline|went offline \(no heartbeat\)|left)$", timeout=LEAVE_WAIT)
     bob.send("node 1 is gone")
     carol.wait_for(rf"^{TIME} bob: node 1 is gone$")
     carol.send("/gift umbrella")
