@@ -1,12 +1,11 @@
 """`mqttchat chat` on a real 3-node ejabberd cluster (scripts/cluster.sh, fixtures in cluster_support.py): members
 on different nodes see each other, talk, send gifts and direct messages, and see a member (or a whole node) vanish.
 
-These are written for the target behaviour of the chat's presence: heartbeats in every room plus a who-is-here
-question on join, so that presence needs no retained message (on this cluster a retained message stays on the node
-that stored it: test_cluster_client.py). Until that lands, a member sees an earlier member on another node only if
-it was there to see it arrive, and a member on a node that dies (whose will dies with the node) is never seen
-leaving. Timings are generous upper bounds on convergence: the heartbeat timeout is about 10 s (the chat's
-default interval, not shortened here), and a member must be seen leaving within LEAVE_WAIT.
+The chat's presence needs no retained message (on this cluster a retained message stays on the node that stored
+it: test_cluster_client.py): members heartbeat in every room and answer a newcomer's who-is-here, and a member
+whose heartbeats stop is dropped after about 10 s, which is how members on a node that dies (their wills die with
+it) are seen leaving. Timings are generous upper bounds on convergence: the heartbeat timeout with the chat's
+default interval (not shortened here), and a member must be seen leaving within LEAVE_WAIT.
 """
 
 from __future__ import annotations
@@ -60,8 +59,7 @@ def members(p: CLIProcess, room: str, expected: str, timeout: float = PRESENT_WA
 
 def test_cluster_chat_members_on_three_nodes_see_each_other(ejabberd_cluster, cli_factory, tmp_path):
     """alice on node 1, then bob on node 2, then carol on node 3: each sees the two others, whether they came before
-    or after, and /members lists all three everywhere. (Fails while presence rests on retained messages: bob never
-    sees alice, carol sees neither.)"""
+    or after, and /members lists all three everywhere: who-is-here, not retained messages, tells them."""
     node1, node2, node3 = ejabberd_cluster
     room = room_name()
     alice = chat_on(cli_factory, node1, room, "alice", tmp_path)
