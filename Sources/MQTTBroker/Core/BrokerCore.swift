@@ -30,6 +30,8 @@ final class BrokerCore {
     let startedAt: NIODeadline
 
     @exclusivity(unchecked) var statistics = BrokerStatistics()
+    /// The running bridges (`Bridge/`), for `$SYS` and shutdown.
+    @exclusivity(unchecked) var bridges: [BridgeConnection] = []
     /// Every session, connected or not.
     let sessions: SessionRegistry
     /// Who subscribes to what (ordinary and shared filters, each session's own list).

@@ -1,0 +1,60 @@
+import NIOCore
+
+/// Reconnect delays of a bridge (`restart_timeout`): constant, or doubling from a base to a cap with ±20 % jitter
+/// (our client's reconnect policy, and mosquitto's `restart_timeout BASE CAP`), so that bridges of many brokers
+/// to one remote do not come back in step. A value type with its own seeded generator: tests are deterministic.
+struct BridgeBackoff {
+    static let jitterFraction = 0.2
+
+    let policy: BridgeConfiguration.RestartTimeout
+    /// Failed attempts since the last successful connection.
+    private(set) var attempts = 0
+    private var random: BridgeRandom
+
+    init(_ policy: BridgeConfiguration.RestartTimeout, seed: UInt64) {
+        self.policy = policy
+        self.random = BridgeRandom(seed: seed)
+    }
+
+    /// The delay before the next attempt.
+    mutating func next() -> TimeAmount {
+        attempts += 1
+        switch policy {
+        case .constant(let seconds):
+            return .seconds(Int64(seconds))
+        case .backoff(let base, let cap):
+            var delay = base
+            var step = 1
+            while step < attempts && delay < cap {
+                delay *= 2
+                step += 1
+            }
+            let capped = Double(min(delay, cap))
+            let unit = Double(random.next() >> 11) / Double(UInt64(1) << 53)  // uniform in [0, 1)
+            let scale = 1 - Self.jitterFraction + 2 * Self.jitterFraction * unit
+            return .nanoseconds(Int64(capped * scale * 1_000_000_000))
+        }
+    }
+
+    /// A connection succeeded: the next delay is the base again.
+    mutating func reset() {
+        attempts = 0
+    }
+}
+
+/// SplitMix64, a tiny deterministic generator for the jitter.
+struct BridgeRandom {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
