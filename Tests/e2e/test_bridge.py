@@ -6,6 +6,7 @@ asserts a duration."""
 from __future__ import annotations
 
 import shutil
+import tempfile
 import threading
 import time
 import uuid
@@ -78,6 +79,16 @@ def bridge_lines(remote_ports: list[int], topics: list[str], name: str = "b", ex
             + [f"topic {t}" for t in topics]
             + [f"remote_clientid bridge-{uuid.uuid4().hex[:8]}", "restart_timeout 1 2", "keepalive_interval 10"]
             + (extra or []))
+
+
+@pytest.fixture
+def mosquitto_store():
+    """A persistence directory mosquitto can write: started as root it runs as the `mosquitto` user, which cannot
+    enter pytest's private tmp_path. Removed at teardown."""
+    d = Path(tempfile.mkdtemp(prefix="bridge-mosq-"))
+    d.chmod(0o777)
+    yield f"{d}/"
+    shutil.rmtree(d, ignore_errors=True)
 
 
 def wait_state(broker: Broker, clients, value: bytes, timeout: float = 20.0) -> None:
@@ -199,11 +210,10 @@ def test_failover_to_the_second_address(brokers, clients):
     assert sub.get().payload == b"via-second"
 
 
-def test_qos1_load_across_a_remote_restart_loses_nothing(brokers, clients, tmp_path):
+def test_qos1_load_across_a_remote_restart_loses_nothing(brokers, clients, mosquitto_store):
     total = 10_000
-    remote = brokers("mosquitto", persistence="true", persistence_location=f"{tmp_path}/mosq/",
+    remote = brokers("mosquitto", persistence="true", persistence_location=mosquitto_store,
                      max_queued_messages=0)
-    (tmp_path / "mosq").mkdir(exist_ok=True)
     ours = brokers("mqttchat", bridge_lines([remote.port], ["load/# out 1"]), max_queued_messages=0)
     wait_state(ours, clients, b"1")
     received: set[bytes] = set()
@@ -233,13 +243,22 @@ def test_qos1_load_across_a_remote_restart_loses_nothing(brokers, clients, tmp_p
         pub.max_inflight_messages_set(100)
         pub.connect("127.0.0.1", ours.port, keepalive=30)
         pub.loop_start()
-        infos = []
-        for i in range(total):
-            infos.append(pub.publish("load/m", str(i).encode(), 1))
-            if i == total // 3:
-                remote.stop()  # mid-load: the bridge loses its remote
-            if i == total // 2:
-                remote.start()
+        infos = [pub.publish("load/m", str(i).encode(), 1) for i in range(total // 2)]
+        # Mid-load, with messages in flight across the bridge: the remote goes away (SIGTERM), more messages
+        # arrive meanwhile and queue in the bridge's session, then the remote comes back on the same port.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with lock:
+                if len(received) >= total // 10:
+                    break
+            time.sleep(0.01)
+        with lock:
+            at_stop = len(received)
+        remote.stop()
+        print(f"remote stopped after {at_stop} of {total} messages had crossed")
+        infos += [pub.publish("load/m", str(i).encode(), 1) for i in range(total // 2, total)]
+        time.sleep(0.5)
+        remote.start()
         for info in infos:
             info.wait_for_publish(30)
             assert info.is_published()
@@ -259,11 +278,10 @@ def test_qos1_load_across_a_remote_restart_loses_nothing(brokers, clients, tmp_p
         sub.loop_stop()
 
 
-def test_queue_survives_our_restart_while_the_remote_is_down(brokers, clients, tmp_path):
+def test_queue_survives_our_restart_while_the_remote_is_down(brokers, clients, tmp_path, mosquitto_store):
     remote_port = free_port()
     remote = brokers("mosquitto", port=remote_port, persistence="true",
-                     persistence_location=f"{tmp_path}/mosq/", max_queued_messages=0)
-    (tmp_path / "mosq").mkdir(exist_ok=True)
+                     persistence_location=mosquitto_store, max_queued_messages=0, log_type="all")
     # A persistent subscriber on the remote, away while the messages cross.
     sub_id = f"keep-{uuid.uuid4().hex[:8]}"
     first = clients(remote, sub_id, clean=False)

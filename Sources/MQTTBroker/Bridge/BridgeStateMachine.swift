@@ -181,6 +181,11 @@ struct BridgeStateMachine {
             return [.sendLocal(.subscribe(SubscribePacket(packetID: 1, subscriptions: subscriptions)))]
         case (.subscribing, .suback):
             return localReady()
+        case (.subscribing, _):
+            // A resumed session sends what it has in flight and queued right after its CONNACK, before our SUBACK.
+            local = .up
+            defer { local = .subscribing }
+            return localPacket(packet, now: now)
         case (.up, .publish(var publish)):
             guard remote == .up else { return [] }  // still in flight locally: resent when the remote is back
             guard let mapped = configuration.topics.lazy.filter(\.isOutbound).compactMap({
@@ -311,8 +316,9 @@ struct BridgeStateMachine {
             keepAliveSeconds: configuration.keepaliveSeconds, clientIdentifier: remoteClientID,
             username: configuration.remoteUsername, password: configuration.remotePassword.map { Array($0.utf8) },
             properties: properties)
-        // try_private: protocol level 0x84/0x85, so a broker that knows bridges does not echo our messages back.
-        connect.isBridge = configuration.tryPrivate
+        // try_private: protocol level 0x84, so a broker that knows bridges does not echo our messages back. Not
+        // on MQTT 5, where No Local does that and mosquitto refuses 0x85 as a protocol error.
+        connect.isBridge = configuration.tryPrivate && configuration.protocolVersion != .v5
         return connect
     }
 

@@ -112,6 +112,17 @@ struct BridgeStateMachineTests {
         #expect(machine.messagesSent == 1 && machine.messagesReceived == 1)
     }
 
+    @Test("a resumed local session's messages right after its CONNACK are forwarded before the SUBACK")
+    func resumedBeforeSuback() {
+        var machine = machine()
+        _ = machine.start(now: start)
+        _ = machine.remoteConnected(now: start)
+        _ = machine.remotePacket(Self.connackOK, now: start)
+        _ = machine.localPacket(Self.connackOK, now: start)
+        #expect(machine.localPacket(publish("l/up/q", id: 2), now: start) == [.sendRemote(publish("r/up/q", id: 2))])
+        #expect(machine.local == .subscribing)
+    }
+
     @Test("remote messages before the local side is up wait for it")
     func pendingUntilLocalUp() {
         var machine = machine()
