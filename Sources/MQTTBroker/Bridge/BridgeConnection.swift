@@ -85,6 +85,9 @@ final class BridgeConnection {
                     break
                 }
                 if buffer.readableBytes > 0 { remoteInput = buffer }
+                if case .connack(let connack) = packet, connack.reasonCode != .success {
+                    logger.notice("bridge: the remote refused CONNECT", metadata: ["code": "\(connack.reasonCode)"])
+                }
                 actions += machine.remotePacket(packet, now: core.eventLoop.now)
             } catch {
                 // A malformed packet ends only this bridge connection; the state machine reconnects with backoff.

@@ -66,6 +66,9 @@ struct BridgeStateMachine {
     private var locallyCompleted: Set<UInt16> = []
     private var lastRemoteReceive: NIODeadline
     private var lastRemoteSend: NIODeadline
+    /// Addresses (indices) that refused try_private's protocol level, and whether the last CONNECT used it.
+    private(set) var plainConnectAddresses: Set<Int> = []
+    private var sentPrivateConnect = false
     /// The remote's Receive Maximum (MQTT 5), passed to the local session so it never has more in flight.
     private var remoteReceiveMaximum: UInt16?
     /// Messages forwarded to the remote / from the remote, for `$SYS`.
@@ -100,7 +103,9 @@ struct BridgeStateMachine {
         remote = .awaitingConnAck(since: now)
         lastRemoteReceive = now
         lastRemoteSend = now
-        return [.sendRemote(.connect(remoteConnect())), .scheduleTick(now + keepalive)]
+        let connect = remoteConnect()
+        sentPrivateConnect = connect.isBridge
+        return [.sendRemote(.connect(connect)), .scheduleTick(now + keepalive)]
     }
 
     /// The remote connection ended (refused, lost, closed by us); reconnects after the backoff.
@@ -126,7 +131,14 @@ struct BridgeStateMachine {
         lastRemoteReceive = now
         switch (remote, packet) {
         case (.awaitingConnAck, .connack(let connack)):
-            guard connack.reasonCode == .success else { return [.closeRemote] }
+            guard connack.reasonCode == .success else {
+                // A broker that does not know bridges refuses level 0x84 as an unknown protocol version (ejabberd
+                // does): this address gets plain 3.1.1 CONNECTs from now on, without loop prevention.
+                if connack.reasonCode == .unsupportedProtocolVersion, sentPrivateConnect {
+                    plainConnectAddresses.insert(addressIndex)
+                }
+                return [.closeRemote]
+            }
             remote = .up
             backoff.reset()
             remoteReceiveMaximum = connack.properties.receiveMaximum
@@ -318,7 +330,9 @@ struct BridgeStateMachine {
             properties: properties)
         // try_private: protocol level 0x84, so a broker that knows bridges does not echo our messages back. Not
         // on MQTT 5, where No Local does that and mosquitto refuses 0x85 as a protocol error.
-        connect.isBridge = configuration.tryPrivate && configuration.protocolVersion != .v5
+        connect.isBridge =
+            configuration.tryPrivate && configuration.protocolVersion != .v5
+            && !plainConnectAddresses.contains(addressIndex)
         return connect
     }
 

@@ -157,6 +157,25 @@ struct BridgeStateMachineTests {
         #expect(up.remotePacket(.pingreq(PingReqPacket()), now: start) == [.closeRemote])
     }
 
+    @Test("a remote refusing try_private's level 0x84 gets plain 3.1.1 CONNECTs from then on")
+    func privateRefused() {
+        var configuration = configuration()
+        configuration.addresses = [.init(host: "ej", port: 1)]
+        var machine = BridgeStateMachine(configuration: configuration, hostName: "h", now: start, seed: 1)
+        _ = machine.start(now: start)
+        guard case .sendRemote(.connect(let first))? = machine.remoteConnected(now: start).first else { return }
+        #expect(first.isBridge)
+        let refusal = MQTTPacket.connack(ConnAckPacket(returnCode: .unacceptableProtocolVersion))
+        #expect(machine.remotePacket(refusal, now: start) == [.closeRemote])
+        _ = machine.remoteClosed(now: start)
+        _ = machine.tick(now: start + .seconds(3))
+        guard case .sendRemote(.connect(let second))? = machine.remoteConnected(now: start + .seconds(3)).first else {
+            Issue.record("no second CONNECT")
+            return
+        }
+        #expect(!second.isBridge)
+    }
+
     @Test("keepalive: PINGREQ after an idle interval, close after 1.5 intervals of silence")
     func keepalive() {
         var machine = connected()
