@@ -197,6 +197,9 @@ def test_notifications_follow_the_remote(brokers, clients):
     wait_state(ours, clients, b"0")
     remote.start()
     wait_state(ours, clients, b"1")
+    # SIGTERM with the bridge up: an orderly stop (the harness would fall back to SIGKILL after 5 s).
+    ours.stop()
+    assert "broker stopped" in ours.output()
 
 
 def test_failover_to_the_second_address(brokers, clients):

@@ -55,8 +55,9 @@ final class BridgeConnection {
         perform(machine.start(now: core.eventLoop.now))
     }
 
-    /// Stops for good (broker shutdown): the remote is closed, no reconnect follows; the local connection is left
-    /// to the core's shutdown, which closes every connection.
+    /// Stops for good (broker shutdown): both sides are closed and no reconnect follows. The local connection is
+    /// closed here, with its close signalled at once: the core's shutdown waits for every connection's close, and
+    /// no socket will report this one's.
     func stop() {
         stopped = true
         timer?.cancel()
@@ -64,6 +65,12 @@ final class BridgeConnection {
         remoteGeneration += 1
         remote?.close(promise: nil)
         remote = nil
+        localGeneration += 1
+        if let handler = local {
+            local = nil
+            handler.close(.serverShutdown)
+            handler.relayRemoved()
+        }
     }
 
     // MARK: Events
@@ -116,9 +123,9 @@ final class BridgeConnection {
     }
 
     private func localReceived(_ packet: MQTTPacket?, generation: UInt64) {
-        guard generation == localGeneration, !stopped else { return }
+        guard generation == localGeneration else { return }
         guard let packet else {
-            local?.relayRemoved()
+            local?.relayRemoved()  // the broker closed it: no socket will report the close
             local = nil
             perform(machine.localClosed(now: core.eventLoop.now))
             return

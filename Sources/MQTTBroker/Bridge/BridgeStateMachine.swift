@@ -256,6 +256,8 @@ struct BridgeStateMachine {
     // MARK: Helpers
 
     private mutating func connectRemote(now: NIODeadline) -> [Action] {
+        // The parser requires an address; a configuration built in code without one never connects.
+        guard !configuration.addresses.isEmpty else { return [] }
         remote = .connecting(since: now)
         let address = configuration.addresses[addressIndex % configuration.addresses.count]
         return [.connectRemote(address), .scheduleTick(now + keepalive)]
