@@ -357,3 +357,120 @@ def test_bridge_to_ejabberd(ejabberd_peer, brokers, clients, try_private):
         assert remote_sub.get(10).payload == b"to-ejabberd"
     finally:
         remote_sub.stop()
+
+
+def test_qos2_across_a_remote_restart_is_exactly_once(brokers, clients, mosquitto_store):
+    total = 2000
+    remote = brokers("mosquitto", persistence="true", persistence_location=mosquitto_store, max_queued_messages=0)
+    ours = brokers("mqttchat", bridge_lines([remote.port], ["two/# out 2"]), max_queued_messages=0)
+    wait_state(ours, clients, b"1")
+    received: list[bytes] = []
+    lock = threading.Lock()
+    sub = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"two-{uuid.uuid4().hex[:8]}",
+                      protocol=mqtt.MQTTv311, clean_session=False)
+    subscribed = threading.Event()
+    sub.on_connect = lambda c, u, f, rc, p: c.subscribe("two/#", 2)
+    sub.on_subscribe = lambda c, u, mid, rcs, p: subscribed.set()
+
+    def on_message(c, u, m):
+        with lock:
+            received.append(m.payload)
+
+    sub.on_message = on_message
+    sub.reconnect_delay_set(0.2, 1)
+    sub.connect("127.0.0.1", remote.port, keepalive=10)
+    sub.loop_start()
+    pub = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"tp-{uuid.uuid4().hex[:8]}",
+                      protocol=mqtt.MQTTv311)
+    try:
+        assert subscribed.wait(5)
+        pub.max_inflight_messages_set(100)
+        pub.connect("127.0.0.1", ours.port, keepalive=30)
+        pub.loop_start()
+        infos = [pub.publish("two/m", str(i).encode(), 2) for i in range(total)]
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with lock:
+                if len(received) >= total // 5:
+                    break
+            time.sleep(0.01)
+        remote.stop()  # mid-flow: QoS 2 messages in every state of their flow
+        time.sleep(0.5)
+        remote.start()
+        for info in infos:
+            info.wait_for_publish(30)
+            assert info.is_published()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with lock:
+                if len(set(received)) == total:
+                    break
+            time.sleep(0.2)
+        time.sleep(1.0)  # any duplicate would arrive now
+        with lock:
+            got = list(received)
+        assert len(set(got)) == total, f"{total - len(set(got))} QoS 2 messages lost"
+        assert len(got) == total, f"{len(got) - total} QoS 2 duplicates"
+    finally:
+        pub.disconnect()
+        pub.loop_stop()
+        sub.disconnect()
+        sub.loop_stop()
+
+
+def test_incoming_mosquitto_bridge_gets_no_echo(brokers, clients):
+    """mosquitto bridging to us with try_private (level 0x84) and `both` on one topic: we accept the bridge and
+    do not send its own messages back, so each message reaches each side once."""
+    ours = brokers("mqttchat")
+    remote = brokers("mosquitto", lines=[
+        "connection tous", f"address 127.0.0.1:{ours.port}", "topic echo/# both 1", "try_private true",
+        "cleansession true", "restart_timeout 1", "notifications false"])
+    local_sub, remote_sub = clients(ours), clients(remote)
+    local_sub.subscribe("echo/#", 1)
+    remote_sub.subscribe("echo/#", 1)
+    remote_pub = clients(remote)
+    settle(lambda: remote_pub.publish("echo/probe", b"p", 1), local_sub, lambda m: m.topic == "echo/probe")
+    while True:
+        try:
+            remote_sub.get(0.5)
+        except AssertionError:
+            break
+    clients(ours).publish("echo/x", b"once", 1)
+    assert local_sub.get().payload == b"once"
+    assert remote_sub.get().payload == b"once"
+    local_sub.no_message(1.5)
+    remote_sub.no_message(0.5)
+    remote_pub.publish("echo/y", b"twice?", 1)
+    assert remote_sub.get().payload == b"twice?"
+    assert local_sub.get().payload == b"twice?"
+    remote_sub.no_message(1.5)
+    local_sub.no_message(0.5)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory) -> Path:
+    """A throwaway CA, the server certificate (127.0.0.1) and a client certificate `bridge`."""
+    d = tmp_path_factory.mktemp("bridge-pki")
+    script = Path(__file__).resolve().parents[2] / "scripts" / "make-test-certs.sh"
+    import subprocess
+    subprocess.run([str(script), str(d), "bridge"], check=True, capture_output=True, timeout=60)
+    return d
+
+
+def test_tls_to_a_mosquitto_tls_listener(brokers, clients, pki):
+    tls_port = free_port()
+    remote = brokers("mosquitto", lines=[
+        "user root",  # as root mosquitto drops privileges before reading the key
+        f"listener {tls_port} 127.0.0.1", f"certfile {pki / 'server.crt'}", f"keyfile {pki / 'server.key'}",
+        f"cafile {pki / 'ca.crt'}", "require_certificate true"])
+    ours = brokers("mqttchat", bridge_lines([tls_port], ["sec/# both 1"], extra=[
+        f"bridge_cafile {pki / 'ca.crt'}", f"bridge_certfile {pki / 'bridge.crt'}",
+        f"bridge_keyfile {pki / 'bridge.key'}"]))
+    wait_state(ours, clients, b"1")
+    remote_sub, local_sub = clients(remote), clients(ours)
+    remote_sub.subscribe("sec/#", 1)
+    local_sub.subscribe("sec/#", 1)
+    settle(lambda: clients(remote).publish("sec/probe", b"p", 1), local_sub, lambda m: m.topic == "sec/probe")
+    clients(ours).publish("sec/x", b"over-tls", 1)
+    got = [remote_sub.get().payload for _ in range(2)]
+    assert b"over-tls" in got

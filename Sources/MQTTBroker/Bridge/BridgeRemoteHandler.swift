@@ -45,7 +45,8 @@ enum BridgeTLS {
         configuration.trustRoots = .file(tls.caFile)
         if let certificateFile = tls.certificateFile, let keyFile = tls.keyFile {
             configuration.certificateChain = try NIOSSLCertificate.fromPEMFile(certificateFile).map { .certificate($0) }
-            configuration.privateKey = .file(keyFile)
+            // Loaded here, as the listeners load theirs: NIOSSL's `.file` source refuses some PEM keys (EC PKCS#8).
+            configuration.privateKey = .privateKey(try NIOSSLPrivateKey(file: keyFile, format: .pem))
         }
         // mosquitto's bridge_insecure: the chain is verified, the host name is not.
         configuration.certificateVerification = tls.insecure ? .noHostnameVerification : .fullVerification
