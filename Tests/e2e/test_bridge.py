@@ -202,10 +202,12 @@ def test_notifications_follow_the_remote(brokers, clients):
     assert "broker stopped" in ours.output()
 
 
-def test_failover_to_the_second_address(brokers, clients):
+@pytest.mark.parametrize("engine", ["auto", "nio"])
+def test_failover_to_the_second_address(brokers, clients, engine):
+    """Also on either socket engine: the core's loop is the broker's own epoll loop (auto) or SwiftNIO's."""
     remote = brokers("mosquitto")
     dead = free_port()  # nothing listens there
-    ours = brokers("mqttchat", bridge_lines([dead, remote.port], ["f/# out 1"]))
+    ours = brokers("mqttchat", bridge_lines([dead, remote.port], ["f/# out 1"]), socket_engine=engine)
     wait_state(ours, clients, b"1")
     sub = clients(remote)
     sub.subscribe("f/#", 1)
