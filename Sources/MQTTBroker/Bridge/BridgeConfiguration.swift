@@ -21,8 +21,11 @@ public struct BridgeConfiguration: Sendable, Equatable {
     public enum RestartTimeout: Sendable, Equatable {
         /// `restart_timeout SECONDS`: always the same delay.
         case constant(seconds: Int)
-        /// `restart_timeout BASE CAP`: doubling from `base` up to `cap`, with ±20 % jitter.
+        /// `restart_timeout BASE CAP`: mosquitto's "decorrelated jitter", each delay drawn between `base` and
+        /// three times the previous one, at most `cap`.
         case backoff(base: Int, cap: Int)
+        /// Our default, the client's reconnect policy: doubling from `initial` to `maximum` seconds, ±20 % jitter.
+        case doubling(initial: Int, maximum: Int)
     }
 
     /// TLS towards the remote broker (`bridge_cafile`, `bridge_certfile`, `bridge_keyfile`, `bridge_insecure`).
@@ -72,7 +75,7 @@ public struct BridgeConfiguration: Sendable, Equatable {
     /// `notification_topic`; `$SYS/broker/connection/REMOTE_CLIENTID/state` by default, as in mosquitto.
     public var notificationTopic: String?
     /// `restart_timeout`; our default is the client's reconnect policy, 1 s doubling to 64 s with jitter.
-    public var restartTimeout: RestartTimeout = .backoff(base: 1, cap: 64)
+    public var restartTimeout: RestartTimeout = .doubling(initial: 1, maximum: 64)
     /// `keepalive_interval` in seconds (mosquitto's default 60).
     public var keepaliveSeconds: UInt16 = 60
     /// TLS towards the remote; nil for plain TCP.

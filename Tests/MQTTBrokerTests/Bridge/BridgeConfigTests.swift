@@ -63,7 +63,7 @@ struct BridgeConfigTests {
         #expect(bridge.addresses == [.init(host: "127.0.0.1", port: 1883)])
         #expect(bridge.tryPrivate && bridge.notifications && !bridge.cleanSession)
         #expect(bridge.protocolVersion == .v3_1_1)
-        #expect(bridge.restartTimeout == .backoff(base: 1, cap: 64))
+        #expect(bridge.restartTimeout == .doubling(initial: 1, maximum: 64))
         #expect(bridge.resolvedRemoteClientID(hostName: "h") == "h.b")
         #expect(bridge.resolvedLocalClientID(hostName: "h") == "local.h.b")
         #expect(bridge.resolvedNotificationTopic(hostName: "h") == "$SYS/broker/connection/h.b/state")
@@ -121,9 +121,20 @@ struct BridgeConfigTests {
         #expect(TopicMatcher.matches(topic: "a", filter: "a/#"))
     }
 
-    @Test("backoff doubles from the base to the cap with jitter; constant stays constant")
+    @Test("mosquitto's base/cap backoff stays between base and cap, and grows")
+    func decorrelatedJitter() {
+        var backoff = BridgeBackoff(.backoff(base: 5, cap: 30), seed: 7)
+        let delays = (0..<20).map { _ in Double(backoff.next().nanoseconds) / 1e9 }
+        #expect(delays.allSatisfy { $0 >= 5 && $0 <= 30 }, "\(delays)")
+        #expect(delays.contains { $0 > 10 })
+        backoff.reset()
+        let first = backoff.next()
+        #expect(first >= .seconds(5) && first <= .seconds(15))  // the first draw: base to 3 × base
+    }
+
+    @Test("the default doubles from 1 s to 64 s with jitter; constant stays constant")
     func backoff() {
-        var backoff = BridgeBackoff(.backoff(base: 1, cap: 64), seed: 42)
+        var backoff = BridgeBackoff(.doubling(initial: 1, maximum: 64), seed: 42)
         let delays = (0..<9).map { _ in Double(backoff.next().nanoseconds) / 1e9 }
         let bases: [Double] = [1, 2, 4, 8, 16, 32, 64, 64, 64]
         for (delay, base) in zip(delays, bases) {
