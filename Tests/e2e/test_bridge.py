@@ -476,3 +476,29 @@ def test_tls_to_a_mosquitto_tls_listener(brokers, clients, pki):
     clients(ours).publish("sec/x", b"over-tls", 1)
     got = [remote_sub.get().payload for _ in range(2)]
     assert b"over-tls" in got
+
+
+@pytest.mark.parametrize("version", ["mqttv311", "mqttv50"])
+def test_retained_messages_cross_retained(brokers, clients, version):
+    remote = brokers("mosquitto")
+    ours = brokers("mqttchat", bridge_lines([remote.port], ["ret/out/# out 1", "ret/in/# in 1"],
+                                             extra=[f"bridge_protocol_version {version}"]))
+    wait_state(ours, clients, b"1")
+    watcher = clients(remote)
+    watcher.subscribe("ret/out/#", 1)
+    clients(ours).publish("ret/out/a", b"kept", 1, retain=True)
+    assert watcher.get().payload == b"kept"
+    late = clients(remote)
+    late.subscribe("ret/out/#", 1)
+    m = late.get()
+    assert (m.payload, m.retain) == (b"kept", True)
+    local_watch = clients(ours)
+    local_watch.subscribe("ret/in/#", 1)
+    remote_pub = clients(remote)
+    settle(lambda: remote_pub.publish("ret/in/probe", b"p", 1), local_watch, lambda m: m.topic == "ret/in/probe")
+    remote_pub.publish("ret/in/b", b"kept-in", 1, retain=True)
+    assert local_watch.get().payload == b"kept-in"
+    late_local = clients(ours)
+    late_local.subscribe("ret/in/b", 1)
+    m = late_local.get()
+    assert (m.payload, m.retain) == (b"kept-in", True)

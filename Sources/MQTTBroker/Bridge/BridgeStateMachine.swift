@@ -186,9 +186,12 @@ struct BridgeStateMachine {
             let outbound = configuration.topics.filter(\.isOutbound)
             guard !outbound.isEmpty else { return localReady() }
             local = .subscribing
+            // Resubscribed at every reconnect; retained messages only for a new subscription, or every reconnect
+            // would send the remote all of them again.
             let subscriptions = outbound.map {
                 SubscribePacket.Subscription(
-                    topicFilter: $0.localFilter, qos: $0.qos, noLocal: true, retainAsPublished: true)
+                    topicFilter: $0.localFilter, qos: $0.qos, noLocal: true, retainAsPublished: true,
+                    retainHandling: .sendOnNewSubscription)
             }
             return [.sendLocal(.subscribe(SubscribePacket(packetID: 1, subscriptions: subscriptions)))]
         case (.subscribing, .suback):

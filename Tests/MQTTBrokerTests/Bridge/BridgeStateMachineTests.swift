@@ -62,7 +62,12 @@ struct BridgeStateMachineTests {
             Issue.record("no SUBSCRIBE: \(subscribe)")
             return
         }
-        #expect(packet.subscriptions == [.init(topicFilter: "l/up/#", qos: .atLeastOnce, noLocal: true, retainAsPublished: true)])
+        #expect(
+            packet.subscriptions == [
+                .init(
+                    topicFilter: "l/up/#", qos: .atLeastOnce, noLocal: true, retainAsPublished: true,
+                    retainHandling: .sendOnNewSubscription)
+            ])
         // Subscribed while the remote is still away: offline, so the session queues.
         #expect(machine.localPacket(Self.subackOK, now: start) == [.closeLocal])
         #expect(machine.local == .closed)
