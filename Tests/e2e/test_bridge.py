@@ -502,3 +502,50 @@ def test_retained_messages_cross_retained(brokers, clients, version):
     late_local.subscribe("ret/in/b", 1)
     m = late_local.get()
     assert (m.payload, m.retain) == (b"kept-in", True)
+
+
+def test_malformed_packet_from_the_remote_closes_only_the_bridge(brokers, clients):
+    """A fake remote that answers CONNACK and then a packet of the reserved type 15: the bridge drops that
+    connection and reconnects (with backoff), and the broker keeps serving its clients."""
+    import socket as sockets
+    listener = sockets.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.2)
+    port = listener.getsockname()[1]
+    accepted: list[int] = []
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                try:
+                    conn.recv(1024)  # CONNECT
+                    conn.sendall(bytes([0x20, 0x02, 0x00, 0x00, 0xF0, 0x00]))
+                    accepted.append(1)
+                    conn.recv(1024)  # until the bridge closes (or the timeout)
+                except OSError:
+                    pass
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    try:
+        ours = brokers("mqttchat", bridge_lines([port], ["bad/# both 1"]))
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(accepted) < 2:
+            time.sleep(0.1)
+        assert len(accepted) >= 2, "the bridge did not reconnect after the malformed packet"
+        a, b = clients(ours), clients(ours)
+        b.subscribe("ok/#", 1)
+        a.publish("ok/x", b"still-serving", 1)
+        assert b.get().payload == b"still-serving"
+        assert "malformed packet from the remote" in ours.output()
+    finally:
+        stop.set()
+        server.join(5)
+        listener.close()

@@ -205,6 +205,21 @@ struct BridgeStateMachineTests {
         #expect(machine.localPacket(.pubrel(PubRelPacket(packetID: 5)), now: start) == [.sendLocal(.pubcomp(PubCompPacket(packetID: 5)))])
     }
 
+    @Test("CONNECT levels 0x84 and 0x85 decode as bridges of 3.1.1 and 5; 0x86 is still refused")
+    func bridgeLevels() throws {
+        var v5 = ConnectPacket(protocolVersion: .v5, clientIdentifier: "x")
+        v5.isBridge = true
+        var buffer = ByteBuffer()
+        try MQTTPacketEncoder.encode(.connect(v5), into: &buffer)
+        #expect(buffer.getInteger(at: 8, as: UInt8.self) == 0x85)
+        var decoder = MQTTPacketDecoder(acceptsVersion5: true)
+        #expect(try decoder.decode(from: &buffer) == .connect(v5))
+        var plain = ByteBuffer()
+        try MQTTPacketEncoder.encode(.connect(ConnectPacket(clientIdentifier: "x")), into: &plain)
+        plain.setInteger(UInt8(0x86), at: 8)
+        #expect(throws: MQTTCodecError.unsupportedProtocolLevel(0x86)) { try decoder.decode(from: &plain) }
+    }
+
     @Test("try_private sets the high bit of the CONNECT protocol level, and it decodes back")
     func tryPrivate() throws {
         var connect = ConnectPacket(clientIdentifier: "x")
