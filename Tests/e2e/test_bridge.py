@@ -549,3 +549,57 @@ def test_malformed_packet_from_the_remote_closes_only_the_bridge(brokers, client
         stop.set()
         server.join(5)
         listener.close()
+
+
+class AuthBridged(Bridged):
+    """No anonymous clients: a password file on the listener (and `user root` for mosquitto, which drops privileges
+    before reading it)."""
+
+    def config_text(self) -> str:
+        lines = ["user root"] if self.kind == "mosquitto" else ["connect_timeout 2"]
+        lines += ["log_dest stdout", f"listener {self.port} 127.0.0.1", "allow_anonymous false",
+                  f"password_file {self.options['password_file']}"]
+        return "\n".join(lines + self.extra_lines) + "\n"
+
+
+def test_authentication_on_both_sides(tmp_path, clients, request):
+    """The remote wants remote_username/remote_password; our own broker refuses anonymous clients, and the bridge's
+    local side (the broker itself) is not asked for a password, as in mosquitto."""
+    from conftest import make_passwd_with_mosquitto
+    passwd = tmp_path / "passwd"
+    make_passwd_with_mosquitto(passwd, [("edge", "edge-secret"), ("user", "user-secret")])
+    passwd.chmod(0o644)
+    made: list[Broker] = []
+    try:
+        remote = AuthBridged("mosquitto", tmp_path, {"password_file": passwd}, [])
+        made.append(remote)
+        remote.start()
+        ours_dir = tmp_path / "ours"
+        ours_dir.mkdir()
+        ours = AuthBridged("mqttchat", ours_dir, {"password_file": passwd}, bridge_lines(
+            [remote.port], ["auth/# both 1"], extra=["remote_username edge", "remote_password edge-secret"]))
+        made.append(ours)
+        ours.start()
+        login = ("user", "user-secret")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            probe = clients(ours, login=login)
+            probe.subscribe("$SYS/broker/connection/+/state", 0)
+            try:
+                if probe.get(2.0).payload == b"1":
+                    break
+            except AssertionError:
+                pass
+            time.sleep(0.2)
+        else:
+            raise AssertionError("the bridge never connected")
+        remote_sub = clients(remote, login=login)
+        remote_sub.subscribe("auth/#", 1)
+        clients(ours, login=login).publish("auth/x", b"authenticated", 1)
+        assert remote_sub.get().payload == b"authenticated"
+    finally:
+        failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+        for b in made:
+            b.stop()
+            if failed:
+                print(f"\n===== {b.kind} =====\n{b.config_text()}\n{b.output()[-4000:]}")
