@@ -193,6 +193,12 @@ def test_notifications_follow_the_remote(brokers, clients):
     remote = brokers("mosquitto")
     ours = brokers("mqttchat", bridge_lines([remote.port], ["n/# out 1"]))
     wait_state(ours, clients, b"1")
+    # On the remote too, as mosquitto does: a retained 1, and the will's 0 when our broker goes away.
+    wait_state(remote, clients, b"1")
+    ours.stop()
+    wait_state(remote, clients, b"0")
+    ours.start()
+    wait_state(ours, clients, b"1")
     remote.stop()
     wait_state(ours, clients, b"0")
     remote.start()

@@ -74,8 +74,7 @@ struct BridgeConfigLines {
             // We always move to the next address on reconnect; mosquitto's `false` (return to the first address
             // when it is back) is the only difference, and it affects which broker is used, not what is delivered.
             _ = try line.bool(try line.single())
-        case "notifications_local_only":
-            _ = try line.bool(try line.single())  // we publish notifications locally only either way
+        case "notifications_local_only": bridge.notificationsLocalOnly = try line.bool(try line.single())
         case "start_type":
             let value = try line.single()
             guard value == "automatic" else { throw line.invalid(value, expected: "automatic") }

@@ -72,6 +72,9 @@ public struct BridgeConfiguration: Sendable, Equatable {
     public var tryPrivate = true
     /// `notifications`: publish the connection state (1/0, retained) locally.
     public var notifications = true
+    /// `notifications_local_only`: publish the state on this broker only; otherwise also on the remote (a retained
+    /// "1" after connecting, and a will of "0"), as mosquitto does.
+    public var notificationsLocalOnly = false
     /// `notification_topic`; `$SYS/broker/connection/REMOTE_CLIENTID/state` by default, as in mosquitto.
     public var notificationTopic: String?
     /// `restart_timeout`; our default is the client's reconnect policy, 1 s doubling to 64 s with jitter.

@@ -99,7 +99,7 @@ final class BridgeConnection {
             } catch {
                 // A malformed packet ends only this bridge connection; the state machine reconnects with backoff.
                 logger.warning("bridge: malformed packet from the remote", metadata: ["error": "\(error)"])
-                actions.append(.closeRemote)
+                actions += machine.remoteMalformed()
                 break
             }
         }

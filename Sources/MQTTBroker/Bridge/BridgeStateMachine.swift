@@ -54,6 +54,7 @@ struct BridgeStateMachine {
     let configuration: BridgeConfiguration
     let localClientID: String
     let remoteClientID: String
+    let notificationTopic: String
     private(set) var remote: RemoteState
     private(set) var local: LocalState = .closed
     private var backoff: BridgeBackoff
@@ -66,9 +67,12 @@ struct BridgeStateMachine {
     private var locallyCompleted: Set<UInt16> = []
     private var lastRemoteReceive: NIODeadline
     private var lastRemoteSend: NIODeadline
-    /// Addresses (indices) that refused try_private's protocol level, and whether the last CONNECT used it.
+    /// Addresses (indices) that refused try_private's protocol level, or the notification will, and what the last
+    /// CONNECT used.
     private(set) var plainConnectAddresses: Set<Int> = []
+    private(set) var noWillAddresses: Set<Int> = []
     private var sentPrivateConnect = false
+    private var sentWill = false
     /// The remote's Receive Maximum (MQTT 5), passed to the local session so it never has more in flight.
     private var remoteReceiveMaximum: UInt16?
     /// Messages forwarded to the remote / from the remote, for `$SYS`.
@@ -79,6 +83,7 @@ struct BridgeStateMachine {
         self.configuration = configuration
         self.localClientID = configuration.resolvedLocalClientID(hostName: hostName)
         self.remoteClientID = configuration.resolvedRemoteClientID(hostName: hostName)
+        self.notificationTopic = configuration.resolvedNotificationTopic(hostName: hostName)
         self.backoff = BridgeBackoff(configuration.restartTimeout, seed: seed)
         self.remote = .waiting(until: now)
         self.lastRemoteReceive = now
@@ -105,6 +110,7 @@ struct BridgeStateMachine {
         lastRemoteSend = now
         let connect = remoteConnect()
         sentPrivateConnect = connect.isBridge
+        sentWill = connect.will != nil
         return [.sendRemote(.connect(connect)), .scheduleTick(now + keepalive)]
     }
 
@@ -132,17 +138,18 @@ struct BridgeStateMachine {
         switch (remote, packet) {
         case (.awaitingConnAck, .connack(let connack)):
             guard connack.reasonCode == .success else {
-                // A broker that does not know bridges refuses level 0x84 as an unknown protocol version (ejabberd
-                // does): this address gets plain 3.1.1 CONNECTs from now on, without loop prevention.
-                if connack.reasonCode == .unsupportedProtocolVersion, sentPrivateConnect {
-                    plainConnectAddresses.insert(addressIndex)
-                }
+                connectRefused(protocolVersion: connack.reasonCode == .unsupportedProtocolVersion)
                 return [.closeRemote]
             }
             remote = .up
             backoff.reset()
             remoteReceiveMaximum = connack.properties.receiveMaximum
             var actions: [Action] = [.stateChanged(connected: true)]
+            if notifiesRemote, !noWillAddresses.contains(addressIndex) {
+                // QoS 0: a packet id of our own could collide with the local session's, which cross unchanged.
+                let state = PublishPacket(topic: notificationTopic, payload: ByteBuffer(string: "1"), retain: true)
+                actions.append(send(.publish(state), now: now))
+            }
             let inbound = configuration.topics.filter(\.isInbound)
             if !inbound.isEmpty {
                 let version5 = configuration.protocolVersion == .v5
@@ -174,6 +181,25 @@ struct BridgeStateMachine {
         default:
             // DISCONNECT, a second CONNACK, or a packet a server never sends: only this bridge connection ends.
             return [.closeRemote]
+        }
+    }
+
+    /// The remote sent bytes that do not decode: only this connection ends. A CONNACK that does not decode is a
+    /// refusal in a form the broker got wrong (ejabberd answers a 3.1.1 CONNECT whose will it refuses with return
+    /// code 0x80).
+    mutating func remoteMalformed() -> [Action] {
+        if case .awaitingConnAck = remote { connectRefused(protocolVersion: false) }
+        return [.closeRemote]
+    }
+
+    /// Brokers that do not know bridges refuse what mosquitto's bridges add to a plain CONNECT: level 0x84 (as an
+    /// unknown protocol version; ejabberd does) or a will on `$SYS` (ejabberd again). The address then gets CONNECTs
+    /// without it from the next attempt on, one extra at a time: no loop prevention, or no remote notification.
+    private mutating func connectRefused(protocolVersion: Bool) {
+        if protocolVersion, sentPrivateConnect {
+            plainConnectAddresses.insert(addressIndex)
+        } else if sentWill {
+            noWillAddresses.insert(addressIndex)
         }
     }
 
@@ -323,6 +349,9 @@ struct BridgeStateMachine {
         }
     }
 
+    /// mosquitto's `notifications` without `notifications_local_only`: the state is on the remote too.
+    private var notifiesRemote: Bool { configuration.notifications && !configuration.notificationsLocalOnly }
+
     private func remoteConnect() -> ConnectPacket {
         var properties = MQTTProperties.none
         if configuration.protocolVersion == .v5, !configuration.cleanSession {
@@ -333,6 +362,10 @@ struct BridgeStateMachine {
             keepAliveSeconds: configuration.keepaliveSeconds, clientIdentifier: remoteClientID,
             username: configuration.remoteUsername, password: configuration.remotePassword.map { Array($0.utf8) },
             properties: properties)
+        if notifiesRemote, !noWillAddresses.contains(addressIndex) {  // the remote publishes our "0" when it loses us
+            connect.will = ConnectPacket.Will(
+                topic: notificationTopic, payload: ByteBuffer(string: "0"), qos: .atLeastOnce, retain: true)
+        }
         // try_private: protocol level 0x84, so a broker that knows bridges does not echo our messages back. Not
         // on MQTT 5, where No Local does that and mosquitto refuses 0x85 as a protocol error.
         connect.isBridge =

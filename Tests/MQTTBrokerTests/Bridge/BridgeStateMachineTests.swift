@@ -92,6 +92,25 @@ struct BridgeStateMachineTests {
         #expect(machine.isConnected)
     }
 
+    @Test("notifications reach the remote too: a will of 0 and a retained 1, unless notifications_local_only")
+    func remoteNotifications() {
+        for localOnly in [false, true] {
+            var configuration = configuration()
+            configuration.notificationsLocalOnly = localOnly
+            var machine = BridgeStateMachine(configuration: configuration, hostName: "h", now: start, seed: 1)
+            _ = machine.start(now: start)
+            guard case .sendRemote(.connect(let connect))? = machine.remoteConnected(now: start).first else {
+                Issue.record("no CONNECT")
+                return
+            }
+            #expect((connect.will?.topic == "$SYS/broker/connection/h.b/state") == !localOnly)
+            #expect(connect.will.map { String(buffer: $0.payload) == "0" && $0.retain } ?? localOnly)
+            let state = PublishPacket(
+                topic: "$SYS/broker/connection/h.b/state", payload: ByteBuffer(string: "1"), retain: true)
+            #expect(machine.remotePacket(Self.connackOK, now: start).contains(.sendRemote(.publish(state))) == !localOnly)
+        }
+    }
+
     @Test("MQTT 5 subscribes on the remote with No Local")
     func version5NoLocal() {
         var machine = machine(version: .v5)
@@ -179,6 +198,26 @@ struct BridgeStateMachineTests {
             return
         }
         #expect(!second.isBridge)
+    }
+
+    @Test("a remote refusing the notification will (or garbling the refusal) gets CONNECTs without it")
+    func willRefused() {
+        var machine = machine()
+        _ = machine.start(now: start)
+        guard case .sendRemote(.connect(let first))? = machine.remoteConnected(now: start).first else { return }
+        #expect(first.will != nil)
+        #expect(machine.remoteMalformed() == [.closeRemote])
+        _ = machine.remoteClosed(now: start)
+        _ = machine.tick(now: start + .seconds(3))
+        _ = machine.tick(now: start + .seconds(3))  // the second address, then the first again
+        _ = machine.remoteClosed(now: start + .seconds(3))
+        _ = machine.tick(now: start + .seconds(6))
+        guard case .sendRemote(.connect(let again))? = machine.remoteConnected(now: start + .seconds(6)).first else {
+            Issue.record("no CONNECT")
+            return
+        }
+        #expect(again.will == nil)
+        #expect(!machine.remotePacket(Self.connackOK, now: start).contains { if case .sendRemote(.publish) = $0 { true } else { false } })
     }
 
     @Test("keepalive: PINGREQ after an idle interval, close after 1.5 intervals of silence")
