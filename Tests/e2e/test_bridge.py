@@ -412,6 +412,7 @@ def test_qos2_across_a_remote_restart_is_exactly_once(brokers, clients, mosquitt
         with lock:
             at_stop = len(received)
         remote.stop()  # mid-flow: QoS 2 messages in every state of their flow
+        print(f"{remote_kind} remote stopped after {at_stop} of {total} messages had crossed")
         time.sleep(0.5)
         remote.start()
         for info in infos:
