@@ -387,9 +387,13 @@ def test_qos2_across_a_remote_restart_is_exactly_once(brokers, clients, mosquitt
     sub.on_connect = lambda c, u, f, rc, p: c.subscribe("two/#", 2)
     sub.on_subscribe = lambda c, u, mid, rcs, p: subscribed.set()
 
+    resent: set[bytes] = set()
+
     def on_message(c, u, m):
         with lock:
             received.append(m.payload)
+            if m.dup:
+                resent.add(m.payload)
 
     sub.on_message = on_message
     sub.reconnect_delay_set(0.2, 1)
@@ -430,7 +434,9 @@ def test_qos2_across_a_remote_restart_is_exactly_once(brokers, clients, mosquitt
         assert len(set(got)) == total, f"{total - len(set(got))} QoS 2 messages lost"
         dups = sorted({int(p) for p in got if got.count(p) > 1})
         if remote_kind == "mosquitto" and dups:
-            print(f"mosquitto remote: {len(got) - total} QoS 2 duplicates {dups} (stopped at {at_stop})")
+            flagged = sorted(int(p) for p in resent)
+            print(f"mosquitto remote: {len(got) - total} QoS 2 duplicates {dups} (stopped at {at_stop}); "
+                  f"delivered with DUP set: {flagged}")
             return
         assert len(got) == total, f"{len(got) - total} QoS 2 duplicates: {dups} (stopped at {at_stop})"
     finally:
