@@ -6,125 +6,19 @@ asserts a duration."""
 from __future__ import annotations
 
 import shutil
-import tempfile
 import threading
 import time
 import uuid
-from pathlib import Path
-
 import paho.mqtt.client as mqtt
 import pytest
 
-from conftest import Broker, Client, free_port, mqttchat_bin
+from bridge_helpers import bridge_lines, brokers, clients, mosquitto_store, settle, wait_state  # noqa: F401 (fixtures)
+from conftest import free_port, mqttchat_bin
 
 pytestmark = [
     pytest.mark.skipif(mqttchat_bin() is None, reason="MQTTCHAT_BIN is unset: these tests need our broker"),
     pytest.mark.skipif(shutil.which("mosquitto") is None, reason="mosquitto is not installed"),
 ]
-
-
-class Bridged(Broker):
-    """A broker with extra configuration lines (a bridge block repeats `topic`, which an options dict cannot)."""
-
-    def __init__(self, kind: str, tmp: Path, options: dict, lines: list[str], port: int | None = None):
-        self.extra_lines = lines
-        super().__init__(kind, tmp, options)
-        if port is not None:
-            self.port = port
-            self.conf.write_text(self.config_text())
-
-    def config_text(self) -> str:
-        return super().config_text() + "\n".join(self.extra_lines) + "\n"
-
-
-@pytest.fixture
-def brokers(tmp_path, request):
-    """brokers(kind, lines=[], start=True, port=None, **options) -> Broker; every one is stopped at teardown."""
-    made: list[Broker] = []
-
-    def factory(kind: str, lines: list[str] | None = None, start: bool = True, port: int | None = None,
-                **options) -> Broker:
-        d = tmp_path / f"{kind}{len(made)}"
-        d.mkdir()
-        b = Bridged(kind, d, options, lines or [], port)
-        made.append(b)
-        if start:
-            b.start()
-        return b
-
-    yield factory
-    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
-    for b in made:
-        b.stop()
-        if failed:
-            print(f"\n===== {b.kind} config =====\n{b.config_text()}===== output =====\n{b.output()[-6000:]}")
-
-
-@pytest.fixture
-def clients():
-    made: list[Client] = []
-
-    def factory(broker: Broker, client_id: str | None = None, clean: bool = True, login=None) -> Client:
-        c = Client(broker.port, client_id, clean, login=login)
-        made.append(c)
-        return c.connect()
-
-    yield factory
-    for c in made:
-        c.stop()
-
-
-def bridge_lines(remote_ports: list[int], topics: list[str], name: str = "b", extra: list[str] | None = None):
-    return ([f"connection {name}", "address " + " ".join(f"127.0.0.1:{p}" for p in remote_ports)]
-            + [f"topic {t}" for t in topics]
-            + [f"remote_clientid bridge-{uuid.uuid4().hex[:8]}", "restart_timeout 1 2", "keepalive_interval 10"]
-            + (extra or []))
-
-
-@pytest.fixture
-def mosquitto_store():
-    """A persistence directory mosquitto can write: started as root it runs as the `mosquitto` user, which cannot
-    enter pytest's private tmp_path. Removed at teardown."""
-    d = Path(tempfile.mkdtemp(prefix="bridge-mosq-"))
-    d.chmod(0o777)
-    yield f"{d}/"
-    shutil.rmtree(d, ignore_errors=True)
-
-
-def wait_state(broker: Broker, clients, value: bytes, timeout: float = 20.0) -> None:
-    """Waits for the retained notification `$SYS/broker/connection/+/state` to read `value`."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        c = clients(broker)
-        c.subscribe("$SYS/broker/connection/+/state", 0)
-        try:
-            last = c.get(min(2.0, max(0.1, deadline - time.monotonic()))).payload
-        except AssertionError:
-            last = None
-        c.stop()
-        if last == value:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"bridge state never became {value!r} (last {last!r})")
-
-
-def settle(publish, receiver: Client, topic_check, timeout: float = 15.0) -> None:
-    """Publishes probes until one crosses: the remote SUBSCRIBE of an `in` line may follow the state by a moment."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        publish()
-        try:
-            m = receiver.get(1.0)
-        except AssertionError:
-            continue
-        if topic_check(m):
-            while True:  # drop further probes
-                try:
-                    receiver.get(0.5)
-                except AssertionError:
-                    return
-    raise AssertionError("nothing crossed the bridge")
 
 
 @pytest.mark.parametrize("version", ["mqttv311", "mqttv50"])
@@ -339,34 +233,6 @@ def test_sys_counts_per_bridge(brokers, clients):
     raise AssertionError(f"$SYS/broker/bridge/counted/messages/sent is {value}")
 
 
-@pytest.mark.parametrize("try_private", ["false", "true"])
-def test_bridge_to_ejabberd(ejabberd_peer, brokers, clients, try_private):
-    """ejabberd's mod_mqtt as the remote: its anonymous login wants a user name and password, and it refuses
-    try_private's protocol level 0x84 with CONNACK 1 (unacceptable protocol version). The bridge then connects to
-    that address as a plain 3.1.1 client, so both settings end up bridging."""
-    login = ejabberd_peer.login
-    ours = brokers("mqttchat", bridge_lines([ejabberd_peer.port], [
-        "ej/out/# out 1", "ej/in/# in 1"],
-        extra=[f"try_private {try_private}", f"remote_username {login[0]}", f"remote_password {login[1]}"]))
-    wait_state(ours, clients, b"1")
-    remote_sub = Client(ejabberd_peer.port, login=login)
-    remote_sub.connect()
-    try:
-        remote_sub.subscribe("ej/out/#", 1)
-        local_sub = clients(ours)
-        local_sub.subscribe("ej/in/#", 1)
-        remote_pub = Client(ejabberd_peer.port, login=login)
-        remote_pub.connect()
-        try:
-            settle(lambda: remote_pub.publish("ej/in/probe", b"p", 1), local_sub, lambda m: m.topic == "ej/in/probe")
-        finally:
-            remote_pub.stop()
-        clients(ours).publish("ej/out/x", b"to-ejabberd", 1)
-        assert remote_sub.get(10).payload == b"to-ejabberd"
-    finally:
-        remote_sub.stop()
-
-
 @pytest.mark.parametrize("remote_kind", ["mqttchat", "mosquitto"])
 def test_qos2_across_a_remote_restart_is_exactly_once(brokers, clients, mosquitto_store, remote_kind, tmp_path):
     """QoS 2 through the bridge while the remote restarts mid-flow: nothing lost, nothing duplicated. Against
@@ -446,64 +312,6 @@ def test_qos2_across_a_remote_restart_is_exactly_once(brokers, clients, mosquitt
         sub.loop_stop()
 
 
-def test_incoming_mosquitto_bridge_gets_no_echo(brokers, clients):
-    """mosquitto bridging to us with try_private (level 0x84) and `both` on one topic: we accept the bridge and
-    do not send its own messages back, so each message reaches each side once."""
-    ours = brokers("mqttchat")
-    remote = brokers("mosquitto", lines=[
-        "connection tous", f"address 127.0.0.1:{ours.port}", "topic echo/# both 1", "try_private true",
-        "cleansession true", "restart_timeout 1", "notifications false"])
-    local_sub, remote_sub = clients(ours), clients(remote)
-    local_sub.subscribe("echo/#", 1)
-    remote_sub.subscribe("echo/#", 1)
-    remote_pub = clients(remote)
-    settle(lambda: remote_pub.publish("echo/probe", b"p", 1), local_sub, lambda m: m.topic == "echo/probe")
-    while True:
-        try:
-            remote_sub.get(0.5)
-        except AssertionError:
-            break
-    clients(ours).publish("echo/x", b"once", 1)
-    assert local_sub.get().payload == b"once"
-    assert remote_sub.get().payload == b"once"
-    local_sub.no_message(1.5)
-    remote_sub.no_message(0.5)
-    remote_pub.publish("echo/y", b"twice?", 1)
-    assert remote_sub.get().payload == b"twice?"
-    assert local_sub.get().payload == b"twice?"
-    remote_sub.no_message(1.5)
-    local_sub.no_message(0.5)
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory) -> Path:
-    """A throwaway CA, the server certificate (127.0.0.1) and a client certificate `bridge`."""
-    d = tmp_path_factory.mktemp("bridge-pki")
-    script = Path(__file__).resolve().parents[2] / "scripts" / "make-test-certs.sh"
-    import subprocess
-    subprocess.run([str(script), str(d), "bridge"], check=True, capture_output=True, timeout=60)
-    return d
-
-
-def test_tls_to_a_mosquitto_tls_listener(brokers, clients, pki):
-    tls_port = free_port()
-    remote = brokers("mosquitto", lines=[
-        "user root",  # as root mosquitto drops privileges before reading the key
-        f"listener {tls_port} 127.0.0.1", f"certfile {pki / 'server.crt'}", f"keyfile {pki / 'server.key'}",
-        f"cafile {pki / 'ca.crt'}", "require_certificate true"])
-    ours = brokers("mqttchat", bridge_lines([tls_port], ["sec/# both 1"], extra=[
-        f"bridge_cafile {pki / 'ca.crt'}", f"bridge_certfile {pki / 'bridge.crt'}",
-        f"bridge_keyfile {pki / 'bridge.key'}"]))
-    wait_state(ours, clients, b"1")
-    remote_sub, local_sub = clients(remote), clients(ours)
-    remote_sub.subscribe("sec/#", 1)
-    local_sub.subscribe("sec/#", 1)
-    settle(lambda: clients(remote).publish("sec/probe", b"p", 1), local_sub, lambda m: m.topic == "sec/probe")
-    clients(ours).publish("sec/x", b"over-tls", 1)
-    got = [remote_sub.get().payload for _ in range(2)]
-    assert b"over-tls" in got
-
-
 @pytest.mark.parametrize("version", ["mqttv311", "mqttv50"])
 def test_retained_messages_cross_retained(brokers, clients, version):
     remote = brokers("mosquitto")
@@ -528,104 +336,3 @@ def test_retained_messages_cross_retained(brokers, clients, version):
     late_local.subscribe("ret/in/b", 1)
     m = late_local.get()
     assert (m.payload, m.retain) == (b"kept-in", True)
-
-
-def test_malformed_packet_from_the_remote_closes_only_the_bridge(brokers, clients):
-    """A fake remote that answers CONNACK and then a packet of the reserved type 15: the bridge drops that
-    connection and reconnects (with backoff), and the broker keeps serving its clients."""
-    import socket as sockets
-    listener = sockets.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    listener.settimeout(0.2)
-    port = listener.getsockname()[1]
-    accepted: list[int] = []
-    stop = threading.Event()
-
-    def serve():
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.settimeout(2)
-                try:
-                    conn.recv(1024)  # CONNECT
-                    conn.sendall(bytes([0x20, 0x02, 0x00, 0x00, 0xF0, 0x00]))
-                    accepted.append(1)
-                    conn.recv(1024)  # until the bridge closes (or the timeout)
-                except OSError:
-                    pass
-
-    server = threading.Thread(target=serve, daemon=True)
-    server.start()
-    try:
-        ours = brokers("mqttchat", bridge_lines([port], ["bad/# both 1"]))
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and len(accepted) < 2:
-            time.sleep(0.1)
-        assert len(accepted) >= 2, "the bridge did not reconnect after the malformed packet"
-        a, b = clients(ours), clients(ours)
-        b.subscribe("ok/#", 1)
-        a.publish("ok/x", b"still-serving", 1)
-        assert b.get().payload == b"still-serving"
-        assert "malformed packet from the remote" in ours.output()
-    finally:
-        stop.set()
-        server.join(5)
-        listener.close()
-
-
-class AuthBridged(Bridged):
-    """No anonymous clients: a password file on the listener (and `user root` for mosquitto, which drops privileges
-    before reading it)."""
-
-    def config_text(self) -> str:
-        lines = ["user root"] if self.kind == "mosquitto" else ["connect_timeout 2"]
-        lines += ["log_dest stdout", f"listener {self.port} 127.0.0.1", "allow_anonymous false",
-                  f"password_file {self.options['password_file']}"]
-        return "\n".join(lines + self.extra_lines) + "\n"
-
-
-def test_authentication_on_both_sides(tmp_path, clients, request):
-    """The remote wants remote_username/remote_password; our own broker refuses anonymous clients, and the bridge's
-    local side (the broker itself) is not asked for a password, as in mosquitto."""
-    from conftest import make_passwd_with_mosquitto
-    passwd = tmp_path / "passwd"
-    make_passwd_with_mosquitto(passwd, [("edge", "edge-secret"), ("user", "user-secret")])
-    passwd.chmod(0o644)
-    made: list[Broker] = []
-    try:
-        remote = AuthBridged("mosquitto", tmp_path, {"password_file": passwd}, [])
-        made.append(remote)
-        remote.start()
-        ours_dir = tmp_path / "ours"
-        ours_dir.mkdir()
-        ours = AuthBridged("mqttchat", ours_dir, {"password_file": passwd}, bridge_lines(
-            [remote.port], ["auth/# both 1"], extra=["remote_username edge", "remote_password edge-secret"]))
-        made.append(ours)
-        ours.start()
-        login = ("user", "user-secret")
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            probe = clients(ours, login=login)
-            probe.subscribe("$SYS/broker/connection/+/state", 0)
-            try:
-                if probe.get(2.0).payload == b"1":
-                    break
-            except AssertionError:
-                pass
-            time.sleep(0.2)
-        else:
-            raise AssertionError("the bridge never connected")
-        remote_sub = clients(remote, login=login)
-        remote_sub.subscribe("auth/#", 1)
-        clients(ours, login=login).publish("auth/x", b"authenticated", 1)
-        assert remote_sub.get().payload == b"authenticated"
-    finally:
-        failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
-        for b in made:
-            b.stop()
-            if failed:
-                print(f"\n===== {b.kind} =====\n{b.config_text()}\n{b.output()[-4000:]}")
