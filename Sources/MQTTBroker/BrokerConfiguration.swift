@@ -130,6 +130,8 @@ public struct BrokerConfiguration: Sendable {
     /// Durable persistence of retained messages and persistent sessions (`persistence true`); nil = off,
     /// as in mosquitto: then everything is kept in memory only and lost when the broker stops.
     public var persistence: PersistenceConfiguration? = nil
+    /// MQTT bridges to remote brokers (`connection` blocks, docs/bridges.md); none by default.
+    public var bridges: [BridgeConfiguration] = []
     /// A plain-TCP connection that has neither received nor sent a byte for this long, with nothing in flight,
     /// gives up its SwiftNIO channel and waits on a socket watcher of the broker's own until the client sends
     /// something or a message is written to it (`park_idle_connections_after_ms`). An idle connection then costs

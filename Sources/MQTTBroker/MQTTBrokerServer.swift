@@ -235,6 +235,7 @@ public final class MQTTBrokerServer: Service, Sendable {
                     ])
             }
             boundCore.value.startSysPublishing()
+            boundCore.value.startBridges(remoteGroup: self.eventLoopGroup)
             return addresses
         }
         state.value.startFuture = started
@@ -353,6 +354,7 @@ public final class MQTTBrokerServer: Service, Sendable {
             listenersClosed.append(closed.futureResult)
         }
         let core = state.value.core.map { NIOLoopBound($0, eventLoop: eventLoop) }
+        core?.value.stopBridges()
         let connectionsClosed = (core?.value.shutdown() ?? eventLoop.makeSucceededVoidFuture()).flatMap {
             core?.value.persistence?.close() ?? self.eventLoop.makeSucceededVoidFuture()  // a final snapshot
         }

@@ -51,6 +51,7 @@ public enum BrokerConfigParser {
         var tlsDrafts: [Int: ListenerTLSDraft] = [:]  // by listener index
         var protocolDrafts: [Int: ListenerProtocolDraft] = [:]  // by listener index
         var persistenceLines = PersistenceConfigLines()
+        var bridgeLines = BridgeConfigLines()
 
         mutating func consume(_ text: String, source: String, isMain: Bool) throws(BrokerConfigError) {
             for (index, rawLine) in ConfigText.lines(of: text).enumerated() {
@@ -74,6 +75,7 @@ public enum BrokerConfigParser {
                     continue
                 }
                 if try persistenceLines.take(option, line) { continue }
+                if try bridgeLines.take(option, line) { continue }
                 if try MetricsListenerLine.take(option, line, into: &settings.configuration) { continue }
                 if option == "include_dir" {
                     try include(line, isMain: isMain)
@@ -110,6 +112,7 @@ public enum BrokerConfigParser {
                 settings.logLevel = logTypeLevel
             }
             settings.configuration.persistence = try persistenceLines.configuration()
+            settings.configuration.bridges = try bridgeLines.configurations()
             if !anonymousSet {
                 settings.configuration.allowAnonymous = settings.configuration.listeners.allSatisfy {
                     loopbackHosts.contains($0.host)

@@ -6,10 +6,14 @@ struct ConfigLine {
     let number: Int
     let option: String?
     let rawValues: [String]
+    /// The values with `#` kept: mosquitto has no inline comments, and a bridge `topic` pattern is often `a/#`.
+    let valuesKeepingHash: [String]
 
     init(_ raw: Substring, source: String, number: Int) {
         self.source = source
         self.number = number
+        self.valuesKeepingHash = Array(
+            raw.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).dropFirst().map(String.init))
         let content = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
         let words = content.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).map(String.init)
         self.option = words.first

@@ -33,14 +33,14 @@ enum MosquittoOptionCatalog {
     }
 
     /// mosquitto options the parser implements (possibly only some values, see the type's table).
-    static let implemented: Set<String> = [
+    static let implemented: Set<String> = Set([
         "acl_file", "allow_anonymous", "autosave_interval", "autosave_on_changes", "cafile", "certfile",
         "include_dir", "keyfile", "listener", "log_dest", "log_type", "max_connections", "max_inflight_messages",
         "max_keepalive", "max_packet_size", "max_qos", "max_topic_alias", "persistent_client_expiration",
         "allow_zero_length_clientid", "max_queued_bytes", "max_queued_messages", "password_file",
         "http_dir", "persistence", "persistence_location", "protocol", "queue_qos0_messages", "require_certificate",
         "retain_available", "sys_interval", "tls_version", "use_identity_as_username",
-    ]
+    ]).union(BridgeConfigLines.options)
 
     private static let libwebsocketsOnly = "it tunes libwebsockets, and mqttchat's WebSocket listener is SwiftNIO's"
 
@@ -69,14 +69,10 @@ enum MosquittoOptionCatalog {
         "bind_address", "bind_interface", "mount_point", "socket_domain", "use_username_as_clientid", "capath",
         "ciphers", "ciphers_tls1.3", "crlfile", "dhparamfile", "psk_file", "psk_hint", "tls_engine",
         "tls_engine_kpass_sha1", "tls_keyform", "use_subject_as_username", "auth_plugin", "plugin",
-        // Bridges.
-        "address", "addresses", "bridge_alpn", "bridge_attempt_unsubscribe", "bridge_bind_address", "bridge_cafile",
-        "bridge_capath", "bridge_certfile", "bridge_identity", "bridge_insecure", "bridge_keyfile",
-        "bridge_max_packet_size", "bridge_outgoing_retain", "bridge_protocol_version", "bridge_psk",
-        "bridge_require_ocsp", "bridge_tls_version", "cleansession", "connection", "idle_timeout",
-        "keepalive_interval", "local_cleansession", "local_clientid", "local_password", "local_username",
-        "notification_topic", "notifications", "notifications_local_only", "remote_clientid", "remote_password",
-        "remote_username", "restart_timeout", "round_robin", "start_type", "threshold", "topic", "try_private",
+        // Bridge options not implemented (the others are ``BridgeConfigLines/options``).
+        "bridge_alpn", "bridge_attempt_unsubscribe", "bridge_bind_address", "bridge_capath", "bridge_identity",
+        "bridge_max_packet_size", "bridge_outgoing_retain", "bridge_psk", "bridge_require_ocsp", "bridge_tls_version",
+        "idle_timeout", "local_cleansession", "local_password", "threshold",
     ]
 
     /// Option name prefixes of plugin settings (`auth_opt_NAME`, `plugin_opt_NAME`); refused with their plugin.

@@ -27,6 +27,8 @@ final class BrokerConnectionHandler {
     @exclusivity(unchecked) private var closePromise: EventLoopPromise<Void>?
     /// The protocol level of the client's CONNECT, which every packet to it is encoded for.
     @exclusivity(unchecked) var protocolVersion: MQTTProtocolVersion = .v3_1_1
+    /// The client announced itself as a bridge (protocol level 0x84/0x85, mosquitto's `try_private`).
+    @exclusivity(unchecked) var isBridgeClient = false
     /// The listener takes the user name from the client certificate (`use_identity_as_username`); CONNECT's
     /// user name and password are then ignored and the core skips password authentication.
     let usesCertificateIdentity: Bool

@@ -30,6 +30,8 @@ final class BrokerCore {
     let startedAt: NIODeadline
 
     @exclusivity(unchecked) var statistics = BrokerStatistics()
+    /// The running bridges (`Bridge/`), for `$SYS` and shutdown.
+    @exclusivity(unchecked) var bridges: [BridgeConnection] = []
     /// Every session, connected or not.
     let sessions: SessionRegistry
     /// Who subscribes to what (ordinary and shared filters, each session's own list).
@@ -193,7 +195,7 @@ final class BrokerCore {
         subscriptions.index.forEachMatch(topic: forwarded.topic, hint: &routeHint) { key, grantedQoS in
             guard let session = sessions.session(forKey: key) else { return }
             guard session.accessPolicy.mayReceive(forwarded.topic) else { return }  // read ACL per message
-            if session.protocolVersion == .v5 {  // options, identifiers, properties: BrokerCore+Version5
+            if session.protocolVersion == .v5 || !session.subscriptionOptions.isEmpty {  // +Version5; 3.1.1 bridges
                 deliverVersion5(
                     forwarded, grantedQoS: grantedQoS, to: session, version5Context, recorder: &recorder,
                     sharedQoS0: &sharedQoS0V5)

@@ -32,6 +32,6 @@ enum SysTopics {
             ("$SYS/broker/bytes/sent", "\(stats.bytesSent)"),
             ("$SYS/broker/subscriptions/count", "\(core.subscriptionCount)"),
             ("$SYS/broker/retained messages/count", "\(core.retainedStore.count)"),
-        ]
+        ] + core.bridgeSysValues  // ours: per bridge (Bridge/BrokerCore+Bridges.swift)
     }
 }

@@ -47,6 +47,7 @@ enum ConnectHandler {
                 )
             }
             connection.connectAccepted(connect, will: will, keepAliveSeconds: keepAlive)
+            connection.isBridgeClient = connect.isBridge
             connection.logger.info(
                 "client connected",
                 metadata: [
@@ -103,7 +104,8 @@ enum ConnectHandler {
             assignedClientID = clientID
         }
         // use_identity_as_username: the verified client certificate authenticated the client.
-        if !connection.usesCertificateIdentity, !authenticated,
+        // A bridge's local side is the broker itself (mosquitto does not authenticate it either).
+        if !connection.usesCertificateIdentity, !authenticated, !(connection.transport is BridgeLocalTransport),
             let refusal = authenticate(packet, clientID: clientID, configuration: core.configuration)
         {
             return .rejected(refusal)

@@ -50,9 +50,12 @@ enum SubscribeHandler {
             let granted = min(request.qos, core.configuration.maxQoS)
             let existed = session.subscriptions[UTF8Key(request.topicFilter)] != nil
             core.subscribe(session, to: request.topicFilter, qos: granted)
+            // A bridge that announced itself (try_private) gets neither its own messages back nor lost RETAIN
+            // flags, whatever its protocol, as in mosquitto; No Local does not apply to shared subscriptions.
+            let bridge = connection.isBridgeClient && !SharedFilter.isShared(request.topicFilter)
             let options = SubscriptionOptions(
-                noLocal: version5 && request.noLocal, retainAsPublished: version5 && request.retainAsPublished,
-                identifier: identifier)
+                noLocal: (version5 && request.noLocal) || bridge,
+                retainAsPublished: (version5 && request.retainAsPublished) || bridge, identifier: identifier)
             session.subscriptionOptions[UTF8Key(request.topicFilter)] = options.isDefault ? nil : options
             core.storage.subscriptionOptionsChanged(session, filter: request.topicFilter, options: options)  // persistence hook
             let sendsRetained: Bool

@@ -21,7 +21,7 @@ extension ConnectPacket: MQTTPacketBodyEncodable {
     static func decode(from body: inout ByteBuffer, acceptsVersion5: Bool = false) throws(MQTTCodecError)
         -> ConnectPacket
     {
-        let version = try decodeProtocolVersion(from: &body, acceptsVersion5: acceptsVersion5)
+        let (version, isBridge) = try decodeProtocolVersion(from: &body, acceptsVersion5: acceptsVersion5)
         let isVersion5 = version == .v5
         let flags = try body.readMQTTByte()
         let keepAlive = try body.readMQTTUInt16()
@@ -59,7 +59,7 @@ extension ConnectPacket: MQTTPacketBodyEncodable {
         if hasPassword { password = try body.readMQTTBinaryBytes() }
         try body.expectMQTTPacketEnd()
 
-        return ConnectPacket(
+        var packet = ConnectPacket(
             protocolVersion: version,
             cleanSession: cleanSession,
             keepAliveSeconds: keepAlive,
@@ -69,24 +69,30 @@ extension ConnectPacket: MQTTPacketBodyEncodable {
             password: password,
             properties: properties
         )
+        packet.isBridge = isBridge
+        return packet
     }
 
     /// Reads protocol name and level and checks that they belong together.
+    /// A level with the high bit set (0x83, 0x84, 0x85) is a bridge announcing itself (mosquitto's
+    /// `try_private`).
     private static func decodeProtocolVersion(from body: inout ByteBuffer, acceptsVersion5: Bool)
-        throws(MQTTCodecError) -> MQTTProtocolVersion
+        throws(MQTTCodecError) -> (MQTTProtocolVersion, isBridge: Bool)
     {
         let name = try body.readMQTTString()
-        let level = try body.readMQTTByte()
+        let rawLevel = try body.readMQTTByte()
+        let isBridge = rawLevel & 0x80 != 0
+        let level = rawLevel & 0x7F
         let expectedLevel: MQTTProtocolVersion
         switch name {
         case MQTTProtocolVersion.v3_1_1.protocolName:
-            if acceptsVersion5, level == MQTTProtocolVersion.v5.rawValue { return .v5 }
+            if acceptsVersion5, level == MQTTProtocolVersion.v5.rawValue { return (.v5, isBridge) }
             expectedLevel = .v3_1_1
         case MQTTProtocolVersion.v3_1.protocolName: expectedLevel = .v3_1
         default: throw .invalidProtocolName(name)
         }
-        guard level == expectedLevel.rawValue else { throw .unsupportedProtocolLevel(level) }
-        return expectedLevel
+        guard level == expectedLevel.rawValue else { throw .unsupportedProtocolLevel(rawLevel) }
+        return (expectedLevel, isBridge)
     }
 
     var packetType: PacketType { .connect }
@@ -122,7 +128,7 @@ extension ConnectPacket: MQTTPacketBodyEncodable {
         if password != nil { flags |= ConnectFlags.password }
 
         buffer.writeMQTTString(protocolVersion.protocolName)
-        buffer.writeInteger(protocolVersion.rawValue)
+        buffer.writeInteger(protocolVersion.rawValue | (isBridge ? 0x80 : 0))
         buffer.writeInteger(flags)
         buffer.writeInteger(keepAliveSeconds)
         let isVersion5 = protocolVersion == .v5

@@ -18,6 +18,9 @@ public struct ConnectPacket: Sendable, Hashable {
     public var password: [UInt8]?
     /// MQTT 5 CONNECT properties; empty for 3.1.1.
     public var properties: MQTTProperties
+    /// Whether the client is a bridge announcing itself with the protocol level's high bit (0x84 for 3.1.1, 0x85
+    /// for 5; mosquitto's `try_private`). Such a client does not get its own messages back.
+    public var isBridge = false
 
     /// Creates a CONNECT packet.
     public init(

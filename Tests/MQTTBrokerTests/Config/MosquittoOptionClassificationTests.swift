@@ -67,7 +67,7 @@ struct MosquittoOptionClassificationTests {
     func unsupportedRefused() {
         let cases: [(String, String)] = [
             ("\nclientid_prefixes sensor-", "clientid_prefixes"),
-            ("\nconnection bridge-1", "connection"),
+            ("\nidle_timeout 60", "idle_timeout"),
             ("\nauth_opt_db_host x", "auth_opt_db_host"),
             ("\nlog_dest syslog", "log_dest syslog"),
             ("\nautosave_on_changes true", "autosave_on_changes true"),
