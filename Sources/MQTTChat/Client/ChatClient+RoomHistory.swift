@@ -14,10 +14,22 @@ extension ChatClient {
     ///   `.notJoined` for a room that is not joined, `.history` when local history fails.
     public func fetchRoomHistory(_ room: RoomName, timeout: Duration) async throws(ChatError) -> [ChatMessageRecord] {
         guard joinedRooms.contains(room) else { throw .notJoined(room) }
+        return try await fetchRoomHistory(room, since: try newestInHistory(room), timeout: timeout)
+    }
+
+    /// When the newest message of `room` in local history was sent, in milliseconds since 1970; 0 when there is none.
+    func newestInHistory(_ room: RoomName) throws(ChatError) -> Int64 {
         let store = try historyStore()
         let newest: [ChatMessageRecord]
         do { newest = try store.history(room: room, limit: 1) } catch { throw .history(error) }
-        let since = newest.last.map { Int64(($0.sentAt.timeIntervalSince1970 * 1000).rounded()) } ?? 0
+        return newest.last.map { Int64(($0.sentAt.timeIntervalSince1970 * 1000).rounded()) } ?? 0
+    }
+
+    /// Asks for the messages of `room` sent after `since` (ms) and merges them into local history.
+    private func fetchRoomHistory(_ room: RoomName, since: Int64, timeout: Duration) async throws(ChatError)
+        -> [ChatMessageRecord]
+    {
+        let store = try historyStore()
         let query = RoomHistoryQuery(sinceMs: since, limit: configuration.roomHistoryLimit)
         let response: MQTTMessage
         do {
@@ -47,12 +59,13 @@ extension ChatClient {
         return merged
     }
 
-    /// Fetches `room`'s missed messages in the background; reports them with ``ChatEvent/historyMerged(room:records:)``
-    /// and says nothing when no service answers.
-    func startHistoryFetch(_ room: RoomName, timeout: Duration) {
+    /// Fetches `room`'s messages sent after `since` (ms; read before joining, so that messages arriving once joined,
+    /// such as a greeting, do not hide the ones before them) in the background; reports them with
+    /// ``ChatEvent/historyMerged(room:records:)`` and says nothing when no service answers.
+    func startHistoryFetch(_ room: RoomName, since: Int64, timeout: Duration) {
         tasks.append(
             Task { [weak self] in
-                guard let self, let records = try? await self.fetchRoomHistory(room, timeout: timeout),
+                guard let self, let records = try? await self.fetchRoomHistory(room, since: since, timeout: timeout),
                     !records.isEmpty
                 else { return }
                 await self.emit(.historyMerged(room: room, records: records))

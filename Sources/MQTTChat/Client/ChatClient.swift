@@ -85,6 +85,8 @@ public actor ChatClient {
     public func join(_ room: RoomName) async throws(ChatError) {
         guard isConnected else { throw .notConnected }
         guard !joinedRooms.contains(room) else { return }
+        // Before subscribing: what arrives once joined is newer than what a history service should send.
+        let historySince = usesMQTT5 && configuration.roomHistoryTimeout != nil ? try newestInHistory(room) : 0
         // Inserted first: retained memberships arrive as soon as the broker has the subscription.
         joinedRooms.insert(room)
         do {
@@ -103,7 +105,9 @@ public actor ChatClient {
         try await publish(
             topic: topics.name(of: .roomMessages(room)), payload, .atLeastOnce, expiry: configuration.ephemeralMessageExpiry,
             responseTopic: whoIsHereResponseTopic, correlation: Array(join.messageID.utf8))
-        if usesMQTT5, let timeout = configuration.roomHistoryTimeout { startHistoryFetch(room, timeout: timeout) }
+        if usesMQTT5, let timeout = configuration.roomHistoryTimeout {
+            startHistoryFetch(room, since: historySince, timeout: timeout)
+        }
     }
 
     /// Leaves `room`: announces it, clears the retained membership, and unsubscribes.
