@@ -1,3 +1,5 @@
+import MQTTCore
+
 /// Computes reconnect delays for a ``ReconnectPolicy``: `initial`, then times `factor` per failed attempt, capped at
 /// `maximum`, optionally scattered by ±20 %. A value type with its own seeded generator so tests are deterministic.
 struct ReconnectBackoff: Sendable {
@@ -40,22 +42,5 @@ struct ReconnectBackoff: Sendable {
     /// Called after a successful connection: the next delay is `initial` again.
     mutating func reset() {
         attempts = 0
-    }
-}
-
-/// A tiny deterministic random number generator (SplitMix64) for jitter.
-struct SplitMix64: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,3 +1,4 @@
+import MQTTCore
 import NIOCore
 
 /// Reconnect delays of a bridge (`restart_timeout`): constant, mosquitto's decorrelated jitter between a base and
@@ -9,13 +10,13 @@ struct BridgeBackoff {
     let policy: BridgeConfiguration.RestartTimeout
     /// Failed attempts since the last successful connection.
     private(set) var attempts = 0
-    private var random: BridgeRandom
+    private var random: SplitMix64
     /// The last delay in seconds (decorrelated jitter draws the next one from it).
     private var previous: Double = 0
 
     init(_ policy: BridgeConfiguration.RestartTimeout, seed: UInt64) {
         self.policy = policy
-        self.random = BridgeRandom(seed: seed)
+        self.random = SplitMix64(seed: seed)
     }
 
     /// The delay before the next attempt.
@@ -54,22 +55,5 @@ struct BridgeBackoff {
 
     private static func seconds(_ value: Double) -> TimeAmount {
         .nanoseconds(Int64(value * 1_000_000_000))
-    }
-}
-
-/// SplitMix64, a tiny deterministic generator for the jitter.
-struct BridgeRandom {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -123,7 +123,7 @@ extension BrokerConnectionHandler {
     /// Whether an MQTT 5 `delivery` to this connection is written as the 3.1.1 layout plus an empty property list
     /// (``PublishEncoding/isPropertyFree(_:)``, and no topic aliases set towards this client).
     func takesFastVersion5Path(_ delivery: OutboundDelivery) -> Bool {
-        outboundTopicAliases.maximum == 0 && PublishEncoding.isPropertyFree(delivery)
+        outboundTopicAliasMaximum == 0 && PublishEncoding.isPropertyFree(delivery)
     }
 
     /// Writes an MQTT 5 PUBLISH without flushing: its properties (which differ per message, and per subscriber in

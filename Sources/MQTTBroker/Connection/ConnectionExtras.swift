@@ -44,6 +44,9 @@ extension BrokerConnectionHandler {
         }
     }
 
+    /// How many topic aliases the client allows the broker (0: none). Read per PUBLISH, so it copies no table.
+    var outboundTopicAliasMaximum: UInt16 { extras?.outboundTopicAliases.maximum ?? 0 }
+
     /// The topic aliases the broker sets towards an MQTT 5 client that allows them (maximum 0 when it allows none).
     var outboundTopicAliases: OutboundTopicAliases {
         get { extras?.outboundTopicAliases ?? OutboundTopicAliases() }

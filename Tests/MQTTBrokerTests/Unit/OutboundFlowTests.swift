@@ -243,14 +243,8 @@ struct InboundQoS2TrackerTests {
     func agreesWithSetModel() {
         var tracker = InboundQoS2Tracker()
         var model = Set<UInt16>()
-        var state: UInt64 = 0x5EED
-        func next(_ bound: UInt64) -> UInt64 {  // SplitMix64, so a failure replays
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return (z ^ (z >> 31)) % bound
-        }
+        var random = SplitMix64(seed: 0x5EED)  // seeded, so a failure replays
+        func next(_ bound: UInt64) -> UInt64 { random.next() % bound }
         var sizesSeen = Set<Int>()
         for step in 0..<20_000 {
             // Phases that grow past the limit and shrink back to empty, so the tracker spills and returns.

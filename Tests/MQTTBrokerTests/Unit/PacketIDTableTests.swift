@@ -1,21 +1,10 @@
+import MQTTCore
 import Testing
 
 @testable import MQTTBroker
 
 @Suite("Packet identifier table")
 struct PacketIDTableTests {
-    /// A deterministic generator (SplitMix64), so a failure replays.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Checks every identifier the test used against the model, and the count.
     func expectSame(_ table: PacketIDTable<Int>, _ model: [UInt16: Int], keys: Set<UInt16>) {
         #expect(table.count == model.count)
@@ -29,7 +18,7 @@ struct PacketIDTableTests {
 
     @Test("random inserts, replacements, changes and removals agree with a Dictionary")
     func agreesWithDictionary() {
-        var generator = SplitMix(state: 42)
+        var generator = SplitMix64(seed: 42)
         var table = PacketIDTable<Int>()
         var model: [UInt16: Int] = [:]
         // Identifiers drawn from a few that collide when masked (multiples of 16, 64 and 256 apart) and from a
