@@ -131,9 +131,16 @@ def settle(publish, receiver: Client, topic_check, timeout: float = 15.0) -> Non
         except AssertionError:
             continue
         if topic_check(m):
-            while True:  # drop further probes
-                try:
-                    receiver.get(0.5)
-                except AssertionError:
-                    return
+            drain(receiver)  # drop further probes
+            return
     raise AssertionError("nothing crossed the bridge")
+
+
+def drain(client: Client, quiet: float = 0.5, limit: int = 1000) -> None:
+    """Reads and drops messages until none arrives for `quiet` s; fails after `limit` (a loop that never ends)."""
+    for _ in range(limit):
+        try:
+            client.get(quiet)
+        except AssertionError:
+            return
+    raise AssertionError(f"{client.client_id} still receiving after {limit} messages")

@@ -35,6 +35,15 @@ def connack_reason(ack, version: int) -> int:
     return ack.body[1] if version == 4 else ack.reason
 
 
+def watch(broker: Broker, version: int, made: list, topic: str, qos: int, **connect_kw):
+    """A connected client subscribed to `topic` (its SUBACK read)."""
+    watcher = raw(broker, version, made)
+    watcher.connect(unique("w"), **connect_kw)
+    watcher.send(codec(version).subscribe(1, [(topic, qos)]))
+    watcher.expect(m3.SUBACK)
+    return watcher
+
+
 def closed_without_connack(client, timeout: float = 3.0) -> bool:
     """True when the server closes the connection without answering (a malformed CONNECT)."""
     try:
@@ -92,10 +101,7 @@ def test_refused_login_publishes_no_will(start_broker, tmp_path, clients, versio
     make_passwd_with_mosquitto(tmp_path / "passwd", [("alice", "secret")])
     b = start_broker(password_file=tmp_path / "passwd", user="root")
     topic = unique("will")
-    watcher = raw(b, version, clients)
-    watcher.connect(unique("w"), username="alice", password=b"secret")
-    watcher.send(codec(version).subscribe(1, [(topic, 1)]))
-    watcher.expect(m3.SUBACK)
+    watcher = watch(b, version, clients, topic, 1, username="alice", password=b"secret")
     intruder = raw(b, version, clients)
     ack = intruder.connect(unique("i"), username="alice", password=b"wrong", will=(topic, b"died", 1, False))
     assert connack_reason(ack, version) != 0, ack
@@ -158,10 +164,7 @@ def test_malformed_will_refused(broker, clients, version, case):
 def test_will_with_empty_payload_and_qos0(broker, clients, version):
     """07-will-null and 07-will-qos0: an empty will payload is published as an empty message, at the will's QoS."""
     topic = unique("will")
-    watcher = raw(broker, version, clients)
-    watcher.connect(unique("w"))
-    watcher.send(codec(version).subscribe(1, [(topic, 2)]))
-    watcher.expect(m3.SUBACK)
+    watcher = watch(broker, version, clients, topic, 2)
     dying = raw(broker, version, clients)
     dying.connect(unique("d"), will=(topic, b"", 0, False))
     dying.close()
@@ -195,10 +198,7 @@ def test_publish_to_sys_is_not_delivered(broker, clients, version):
     """03-publish-dollar: clients cannot publish into `$SYS`; the PUBLISH is acknowledged (0x87 at MQTT 5) and
     dropped."""
     topic = f"$SYS/{unique('fake')}"
-    watcher = raw(broker, version, clients)
-    watcher.connect(unique("s"))
-    watcher.send(codec(version).subscribe(1, [(topic, 1)]))
-    watcher.expect(m3.SUBACK)
+    watcher = watch(broker, version, clients, topic, 1)
     c = raw(broker, version, clients)
     c.connect(unique("p"))
     c.send(codec(version).publish(topic, b"x", 1, 3))
@@ -213,10 +213,7 @@ def test_publish_to_sys_is_not_delivered(broker, clients, version):
 def test_qos2_packet_id_reused_after_pubcomp(broker, clients, version):
     """03-publish-qos2-reuse-mid: once PUBCOMP is sent the id is free, and a new message with it is delivered."""
     topic = unique("reuse")
-    watcher = raw(broker, version, clients)
-    watcher.connect(unique("s"))
-    watcher.send(codec(version).subscribe(1, [(topic, 0)]))
-    watcher.expect(m3.SUBACK)
+    watcher = watch(broker, version, clients, topic, 0)
     c = raw(broker, version, clients)
     c.connect(unique("p"))
     for payload in (b"one", b"two"):
@@ -232,10 +229,7 @@ def test_longest_topic_round_trip(broker, clients, version):
     """02-subscribe-long-topic, 03-publish-long-topic: a 65,535-byte topic (the longest a UTF-8 string can be) is
     subscribed to, published and delivered intact."""
     topic = "l" * 65535
-    watcher = raw(broker, version, clients)
-    watcher.connect(unique("s"))
-    watcher.send(codec(version).subscribe(1, [(topic, 0)]))
-    watcher.expect(m3.SUBACK)
+    watcher = watch(broker, version, clients, topic, 0)
     c = raw(broker, version, clients)
     c.connect(unique("p"))
     c.send(codec(version).publish(topic, b"long", 0))
