@@ -16,28 +16,28 @@ extension ClientEngine {
             let version = engine.configuration.protocolVersion
             let sessionPresent = flags & 1 == 1
             let info = PropertyReader.connAck(properties, sessionPresent: sessionPresent)
-            engine.feed {
+            engine.feed(deferringResumes: true) {
                 $0.connackReceived(code: code, sessionPresent: sessionPresent, protocolVersion: version, connAck: info)
             }
         }
         mosquitto_disconnect_v5_callback_set(pointer) { _, context, code, properties in
             guard let engine = ClientEngine.from(context) else { return }
             let error = engine.disconnectError(code: code, properties: properties)
-            engine.feed { $0.connectionClosed(cleanly: code == 0, error: error) }
+            engine.feed(deferringResumes: true) { $0.connectionClosed(cleanly: code == 0, error: error) }
         }
         mosquitto_publish_v5_callback_set(pointer) { _, context, mid, reasonCode, properties in
             guard let engine = ClientEngine.from(context) else { return }
             let reasonString = reasonCode >= 0x80 ? PropertyReader.reasonString(properties) : nil
-            engine.feed { $0.publishAcknowledged(mid: mid, reasonCode: reasonCode, reasonString: reasonString) }
+            engine.feed(deferringResumes: true) { $0.publishAcknowledged(mid: mid, reasonCode: reasonCode, reasonString: reasonString) }
         }
         mosquitto_subscribe_v5_callback_set(pointer) { _, context, mid, count, grantedPointer, _ in
             guard let engine = ClientEngine.from(context) else { return }
             let granted = grantedPointer.map { Array(UnsafeBufferPointer(start: $0, count: Int(max(count, 0)))) } ?? []
-            engine.feed { $0.subackReceived(mid: mid, granted: granted) }
+            engine.feed(deferringResumes: true) { $0.subackReceived(mid: mid, granted: granted) }
         }
         // libmosquitto 2.0 does not pass UNSUBACK reason codes to any callback (only the properties).
         mosquitto_unsubscribe_v5_callback_set(pointer) { _, context, mid, _ in
-            ClientEngine.from(context)?.feed { $0.unsubackReceived(mid: mid) }
+            ClientEngine.from(context)?.feed(deferringResumes: true) { $0.unsubackReceived(mid: mid) }
         }
         mosquitto_message_v5_callback_set(pointer) { _, context, messagePointer, properties in
             guard let engine = ClientEngine.from(context), let raw = messagePointer?.pointee,

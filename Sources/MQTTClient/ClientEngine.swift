@@ -32,6 +32,9 @@ final class ClientEngine: Sendable {
         var machine: ClientStateMachine<Waiter>
         var stateStreams: [UInt64: AsyncStream<MQTTConnectionState>.Continuation] = [:]
         var nextStreamID: UInt64 = 0
+        /// Completions the network thread's callbacks produced in this turn of its loop, resumed together at the
+        /// end of the turn (``resumeDeferred()``).
+        var deferredResumes: [(Waiter, Completion)] = []
     }
 
     struct Listeners {
@@ -59,6 +62,9 @@ final class ClientEngine: Sendable {
         guard configuration.offlineQueueLimit >= 0, configuration.maxInflightMessages >= 0 else {
             throw .invalidConfiguration("offlineQueueLimit and maxInflightMessages must not be negative")
         }
+        guard configuration.qos0QueueLimit >= 1 else {
+            throw .invalidConfiguration("qos0QueueLimit must be at least 1")
+        }
         self.configuration = configuration
         requests = Locked(RequestTracker(limit: configuration.maxOutstandingRequests))
         poller = try SocketPoller()
@@ -73,6 +79,7 @@ final class ClientEngine: Sendable {
             Core(
                 machine: ClientStateMachine(
                     reconnect: configuration.reconnect, offlineQueueLimit: configuration.offlineQueueLimit,
+                    qos0QueueLimit: configuration.qos0QueueLimit,
                     seed: UInt64.random(in: 0...UInt64.max))))
         installCallbacks()
         let thread = Thread { [self] in runNetworkThread() }
@@ -134,35 +141,82 @@ final class ClientEngine: Sendable {
         }
         guard isV5 || properties.isEmpty else { throw .mqtt5Required("publish properties") }
         let propertyList = try PropertyList(publish: properties)
+        if qos == .atMostOnce {
+            return try await publishAtMostOnce(topic: topic, payload: payload, retain: retain, properties: propertyList)
+        }
         let completion = await withCheckedContinuation { (waiter: Waiter) in
-            let admission = core.withLock { $0.machine.admitPublish(qos: qos) }
-            switch admission {
+            switch core.withLock({ $0.machine.admitPublish(qos: qos) }) {
             case .reject(let error):
                 waiter.resume(returning: .failed(error))
+            case .waitForRoom:  // only at QoS 0
+                waiter.resume(returning: .failed(.protocolError("QoS 1/2 publish asked to wait for room")))
             case .send(let countsOffline, let epoch):
-                var mid: Int32 = 0
-                let rc = payload.withUnsafeBytes { bytes in
-                    mosquitto_publish_v5(
-                        handle.pointer, &mid, topic, Int32(clamping: bytes.count), bytes.baseAddress,
-                        Int32(qos.rawValue), retain, propertyList.pointer)
-                }
-                poller.wake()  // threaded mode only queues it: the network thread writes it
-                let queuedOffline = rc == MosquittoError.noConnection && qos != .atMostOnce
+                let (rc, mid) = hand(topic, payload, qos, retain, propertyList)
+                let queuedOffline = rc == MosquittoError.noConnection
                 if rc == MosquittoError.success || queuedOffline {
                     feed {
                         $0.publishHandedOver(
                             mid: mid, qos: qos, countsOffline: countsOffline, queuedOffline: queuedOffline,
-                            epoch: epoch, waiter: waiter)
+                            epoch: epoch, waiter: waiter
+                        ).actions
                     }
                 } else {
-                    feed {
-                        $0.publishRejected(
-                            countsOffline: countsOffline, error: MosquittoError.operationError(rc), waiter: waiter)
-                    }
+                    feed { $0.publishRejected(qos: qos, countsOffline: countsOffline) }
+                    waiter.resume(returning: .failed(MosquittoError.operationError(rc)))
                 }
             }
         }
         if case .failed(let error) = completion { throw error }
+    }
+
+    /// QoS 0: returns once libmosquitto has queued the message (see ClientStateMachine+Publishes.swift), without
+    /// suspending unless `qos0QueueLimit` messages are still waiting to be written.
+    private func publishAtMostOnce(
+        topic: String, payload: [UInt8], retain: Bool, properties: borrowing PropertyList
+    ) async throws(MQTTClientError) {
+        var admission = core.withLock { $0.machine.admitPublish(qos: .atMostOnce) }
+        if case .waitForRoom = admission {
+            let completion = await withCheckedContinuation { (waiter: Waiter) in feed { $0.waitForRoom(waiter) } }
+            if case .failed(let error) = completion { throw error }
+            admission = core.withLock { $0.machine.admitPublish(qos: .atMostOnce, holdingRoom: true) }
+        }
+        switch admission {
+        case .reject(let error):
+            throw error
+        case .waitForRoom:  // a caller holding room is never asked to wait
+            throw .protocolError("QoS 0 publish asked to wait for room twice")
+        case .send(_, let epoch):
+            let (rc, mid) = hand(topic, payload, .atMostOnce, retain, properties)
+            var failure: MQTTClientError?
+            if rc == MosquittoError.success {
+                feed { machine in
+                    let (error, actions) = machine.publishHandedOver(
+                        mid: mid, qos: .atMostOnce, countsOffline: false, queuedOffline: false, epoch: epoch,
+                        waiter: nil)
+                    failure = error
+                    return actions
+                }
+            } else {
+                feed { $0.publishRejected(qos: .atMostOnce, countsOffline: false) }
+                failure = MosquittoError.operationError(rc)
+            }
+            if let failure { throw failure }
+        }
+    }
+
+    /// Queues a message in libmosquitto and wakes the network thread to write it; returns libmosquitto's result and
+    /// the message id it assigned.
+    private func hand(
+        _ topic: String, _ payload: [UInt8], _ qos: QoS, _ retain: Bool, _ properties: borrowing PropertyList
+    ) -> (rc: Int32, mid: Int32) {
+        var mid: Int32 = 0
+        let rc = payload.withUnsafeBytes { bytes in
+            mosquitto_publish_v5(
+                handle.pointer, &mid, topic, Int32(clamping: bytes.count), bytes.baseAddress, Int32(qos.rawValue),
+                retain, properties.pointer)
+        }
+        poller.wake()  // threaded mode only queues it: the network thread writes it
+        return (rc, mid)
     }
 
     func subscribe(_ filter: String, qos: QoS, options: MQTTSubscribeOptions) async throws(MQTTClientError) -> QoS {
@@ -251,11 +305,26 @@ final class ClientEngine: Sendable {
     // MARK: State machine plumbing
 
     /// Runs one state machine event; emits states under the lock (so they stay ordered), everything else after.
-    func feed(_ event: (inout ClientStateMachine<Waiter>) -> [ClientStateMachine<Waiter>.Action]) {
+    ///
+    /// With `deferringResumes` (libmosquitto's callbacks, on the network thread) completions wait for the end of
+    /// the loop's turn: resuming a continuation hands a job to the global executor and may wake a pool thread,
+    /// and one read often carries hundreds of acknowledgements, so resuming them in one go wakes a thread once
+    /// rather than once each, and keeps the network thread on the socket.
+    func feed(
+        deferringResumes: Bool = false,
+        _ event: (inout ClientStateMachine<Waiter>) -> [ClientStateMachine<Waiter>.Action]
+    ) {
         let actions = core.withLock { core in
             let actions = event(&core.machine)
-            for case .emitState(let state) in actions {
-                for continuation in core.stateStreams.values { continuation.yield(state) }
+            for action in actions {
+                switch action {
+                case .emitState(let state):
+                    for continuation in core.stateStreams.values { continuation.yield(state) }
+                case .resume(let waiter, let completion) where deferringResumes:
+                    core.deferredResumes.append((waiter, completion))
+                default:
+                    break
+                }
             }
             return actions
         }
@@ -264,7 +333,7 @@ final class ClientEngine: Sendable {
             case .emitState:
                 break  // already emitted above
             case .resume(let waiter, let completion):
-                waiter.resume(returning: completion)
+                if !deferringResumes { waiter.resume(returning: completion) }
             case .startConnect:
                 loop.send(.connect)
             case .scheduleReconnect(let delay, let generation):
@@ -281,18 +350,30 @@ final class ClientEngine: Sendable {
         }
     }
 
+    /// Resumes what the callbacks completed during the network thread's last turn (see ``feed(deferringResumes:_:)``).
+    private func resumeDeferred() {
+        let resumes = core.withLock { core -> [(Waiter, Completion)] in
+            guard !core.deferredResumes.isEmpty else { return [] }
+            defer { core.deferredResumes.removeAll(keepingCapacity: true) }
+            return core.deferredResumes
+        }
+        for (waiter, completion) in resumes { waiter.resume(returning: completion) }
+    }
+
     // MARK: Network thread
 
     private func runNetworkThread() {
         var socketOpen = false
         var openedEpoch = 0  // the state machine's epoch when the socket opened
         while true {
+            resumeDeferred()
             switch loop.next(wait: !socketOpen) {
             case nil:
                 break
             case .stop:
                 // Dropping the socket without DISCONNECT: the broker publishes the will, as for a crash.
                 handle.destroy()
+                resumeDeferred()
                 return
             case .connect:
                 socketOpen = openConnection()

@@ -47,6 +47,9 @@ struct ClientStateMachine<Waiter: Sendable>: Sendable {
         case send(countsOffline: Bool, epoch: Int)
         /// Fail the call with this error.
         case reject(MQTTClientError)
+        /// QoS 0: `qos0QueueLimit` messages wait to be written; call `waitForRoom(_:)`, then admit again
+        /// `holdingRoom`.
+        case waitForRoom
     }
 
     enum Phase: Sendable, Hashable {
@@ -65,10 +68,11 @@ struct ClientStateMachine<Waiter: Sendable>: Sendable {
         case closed
     }
 
-    private struct PendingPublish: Sendable {
+    struct PendingPublish: Sendable {
         var qos: QoS
         var countsOffline: Bool
-        var waiter: Waiter
+        /// `nil` at QoS 0: the caller returned when libmosquitto queued the message.
+        var waiter: Waiter?
     }
 
     struct PendingSubscribe: Sendable {
@@ -87,8 +91,14 @@ struct ClientStateMachine<Waiter: Sendable>: Sendable {
     private(set) var phase: Phase = .idle
     /// The last reported state; `nil` before the first `connect()`.
     private(set) var state: MQTTConnectionState?
-    private(set) var offlineQueued = 0
+    // Internal setters: the publish events live in ClientStateMachine+Publishes.swift.
+    var offlineQueued = 0
     let offlineQueueLimit: Int
+    /// QoS 0 messages queued in libmosquitto and not yet written (or reserved by a caller about to queue one).
+    var unwrittenQoS0 = 0
+    let qos0QueueLimit: Int
+    /// QoS 0 publishes waiting for `unwrittenQoS0` to drop below `qos0QueueLimit`, first come first served.
+    var roomWaiters: [Waiter] = []
     private var backoff: ReconnectBackoff
     private var timerGeneration = 0
     /// Counts socket closures: an operation admitted in an older epoch may have lost its packet with the socket.
@@ -100,20 +110,21 @@ struct ClientStateMachine<Waiter: Sendable>: Sendable {
     var subscriptions: [TopicSubscription] = []
     private var connectWaiters: [Waiter] = []
     private var disconnectWaiters: [Waiter] = []
-    private var publishes: [Int32: PendingPublish] = [:]
+    var publishes: [Int32: PendingPublish] = [:]
     var subscribes: [Int32: PendingSubscribe] = [:]
     var unsubscribes: [Int32: PendingUnsubscribe] = [:]
     /// Acknowledgements that arrived before the caller registered the message id (the network thread can be faster
     /// than the thread that called libmosquitto).
-    private var earlyPublishAcks: [Int32: Completion] = [:]
+    var earlyPublishAcks: [Int32: Completion] = [:]
     var earlySubAcks: [Int32: [Int32]] = [:]
     var earlyUnsubAcks: Set<Int32> = []
     /// The CONNACK of the current (or last) connection.
     private(set) var connAck: MQTTConnAckInfo?
 
-    init(reconnect: ReconnectPolicy, offlineQueueLimit: Int, seed: UInt64) {
+    init(reconnect: ReconnectPolicy, offlineQueueLimit: Int, qos0QueueLimit: Int = 1000, seed: UInt64) {
         self.backoff = ReconnectBackoff(policy: reconnect, seed: seed)
         self.offlineQueueLimit = offlineQueueLimit
+        self.qos0QueueLimit = max(qos0QueueLimit, 1)
     }
 
     /// Number of operations waiting for an acknowledgement (for tests and diagnostics).
@@ -229,66 +240,6 @@ struct ClientStateMachine<Waiter: Sendable>: Sendable {
         return finishClose()
     }
 
-    // MARK: Publish
-
-    /// Decides whether a publish may go to libmosquitto; reserves an offline slot when needed.
-    mutating func admitPublish(qos: QoS) -> PublishAdmission {
-        switch phase {
-        case .connected:
-            return .send(countsOffline: false, epoch: epoch)
-        case .idle, .connecting, .waitingToReconnect:
-            guard qos != .atMostOnce else { return .reject(.notConnected) }
-            guard offlineQueued < offlineQueueLimit else { return .reject(.offlineQueueFull) }
-            offlineQueued += 1
-            return .send(countsOffline: true, epoch: epoch)
-        case .disconnected, .disconnecting, .closed:
-            return .reject(.notConnected)
-        }
-    }
-
-    /// libmosquitto accepted the message under `mid`; `queuedOffline` when it answered "no connection" for QoS 1/2
-    /// (the library keeps such messages and sends them after the reconnect — we never send them again ourselves).
-    mutating func publishHandedOver(
-        mid: Int32, qos: QoS, countsOffline: Bool, queuedOffline: Bool, epoch admittedEpoch: Int, waiter: Waiter
-    ) -> [Action] {
-        let counted = countsOffline || queuedOffline
-        if queuedOffline && !countsOffline { offlineQueued += 1 }
-        if let early = earlyPublishAcks.removeValue(forKey: mid) {
-            if counted { offlineQueued -= 1 }
-            return [.resume(waiter, early)]
-        }
-        // The socket closed between admission and now: a QoS 0 packet died with it; QoS 1/2 messages stay queued
-        // in libmosquitto unless no reconnect will come.
-        let final = phase == .disconnected || phase == .closed || phase == .disconnecting
-        if (qos == .atMostOnce && admittedEpoch != epoch) || final {
-            if counted { offlineQueued -= 1 }
-            return [.resume(waiter, .failed(.notConnected))]
-        }
-        publishes[mid] = PendingPublish(qos: qos, countsOffline: counted, waiter: waiter)
-        return []
-    }
-
-    /// libmosquitto refused the message outright; releases the offline slot reserved by `admitPublish`.
-    mutating func publishRejected(countsOffline: Bool, error: MQTTClientError, waiter: Waiter) -> [Action] {
-        if countsOffline { offlineQueued -= 1 }
-        return [.resume(waiter, .failed(error))]
-    }
-
-    /// `on_publish`: QoS 0 written, QoS 1 PUBACK or QoS 2 PUBCOMP received, or (MQTT 5) a PUBACK / PUBREC with a
-    /// failure `reasonCode` (≥ 0x80), which fails the publish. 0x10 "no matching subscribers" is a success.
-    mutating func publishAcknowledged(mid: Int32, reasonCode: Int32 = 0, reasonString: String? = nil) -> [Action] {
-        let completion: Completion =
-            reasonCode >= 0x80
-            ? .failed(.failure(reasonCode: UInt8(truncatingIfNeeded: reasonCode), reasonString: reasonString))
-            : .done
-        guard let pending = publishes.removeValue(forKey: mid) else {
-            earlyPublishAcks[mid] = completion
-            return []
-        }
-        if pending.countsOffline { offlineQueued -= 1 }
-        return [.resume(pending.waiter, completion)]
-    }
-
     // MARK: Helpers
 
     private mutating func emit(_ newState: MQTTConnectionState) -> Action {
@@ -333,11 +284,12 @@ struct ClientStateMachine<Waiter: Sendable>: Sendable {
     /// Fails subscribe/unsubscribe waiters and QoS 0 publishes (their packets die with the socket); QoS 1/2 publishes
     /// too when `includingQueuedPublishes` (no reconnect will deliver them).
     private mutating func failPending(includingQueuedPublishes: Bool, with error: MQTTClientError) -> [Action] {
-        var actions: [Action] = []
+        var actions = failRoomWaiters(with: error)  // first, so that no place freed below goes to them
         for (mid, pending) in publishes where includingQueuedPublishes || pending.qos == .atMostOnce {
             publishes[mid] = nil
             if pending.countsOffline { offlineQueued -= 1 }
-            actions.append(.resume(pending.waiter, .failed(error)))
+            if pending.qos == .atMostOnce { actions += releaseRoom() }
+            if let waiter = pending.waiter { actions.append(.resume(waiter, .failed(error))) }
         }
         for pending in subscribes.values {
             if let waiter = pending.waiter { actions.append(.resume(waiter, .failed(error))) }

@@ -76,8 +76,9 @@ public final class MQTTClient: Sendable {
         try await engine.unsubscribe(filter)
     }
 
-    /// Publishes a message. Returns when handed off as the QoS promises: QoS 0 once written to the socket,
-    /// QoS 1 on PUBACK, QoS 2 on PUBCOMP.
+    /// Publishes a message. Returns when handed off as the QoS promises: QoS 0 once queued for the socket (it
+    /// waits only while `qos0QueueLimit` earlier QoS 0 messages are not yet written), QoS 1 on PUBACK, QoS 2 on
+    /// PUBCOMP. A QoS 0 message still queued when the connection drops is lost, as "at most once" allows.
     ///
     /// At MQTT 5, `properties` travel with the message, and a PUBACK / PUBREC with a failure reason code fails the
     /// call (0x87 as ``MQTTClientError/notAuthorized``, others as ``MQTTClientError/reasonCode(_:reasonString:)``);

@@ -144,7 +144,7 @@ struct ClientStateMachineTests {
         #expect(machine.publishAcknowledged(mid: 9).isEmpty)  // early ack
         let early = machine.publishHandedOver(
             mid: 9, qos: .exactlyOnce, countsOffline: false, queuedOffline: false, epoch: machine.epoch, waiter: 1)
-        #expect(resumed(early) == [1: .done])
+        #expect(resumed(early.actions) == [1: .done])
         _ = machine.publishHandedOver(
             mid: 10, qos: .atLeastOnce, countsOffline: false, queuedOffline: false, epoch: machine.epoch, waiter: 2)
         #expect(resumed(machine.publishAcknowledged(mid: 10)) == [2: .done])

@@ -24,7 +24,8 @@ struct MQTT5StateTests {
     func handOver(_ machine: inout Machine, mid: Int32, waiter: Int) -> [Machine.Action] {
         machine.publishHandedOver(
             mid: mid, qos: .atLeastOnce, countsOffline: false, queuedOffline: false, epoch: machine.epoch,
-            waiter: waiter)
+            waiter: waiter
+        ).actions
     }
 
     @Test("PUBACK reason codes: 0x87 is notAuthorized, other failures keep their code, 0x10 is success")

@@ -104,4 +104,49 @@ struct MessagingTests {
             await publisher.disconnect()
         }
     }
+
+    @Test(
+        "QoS 0 from one loop through a send queue of 3: every publish returns, all arrive in order",
+        arguments: TestBrokerKind.allCases)
+    func qos0QueueBackpressure(kind: TestBrokerKind) async throws {
+        try await withBroker(kind) { broker in
+            let subscriber = try await connectedClient(broker, "q0sub")
+            var configuration = testConfiguration(broker, clientID: uniqueID("q0pub"))
+            configuration.qos0QueueLimit = 3
+            let publisher = try MQTTClient(configuration: configuration)
+            try await publisher.connect()
+            let topic = "q0/\(uniqueID("t"))"
+            try await subscriber.subscribe(topic, qos: .atMostOnce)
+            let received = Collector(subscriber.messages())
+            let count = 2000
+            try await withTimeout(.seconds(20), "QoS 0 loop") {
+                for index in 0..<count {
+                    try await publisher.publish(topic: topic, payload: Array("\(index)".utf8), qos: .atMostOnce)
+                }
+            }
+            let messages = try await received.wait(count: count, timeout: .seconds(20))
+            #expect(messages.map(\.payload.text) == (0..<count).map { "\($0)" })
+            await publisher.disconnect()
+            await subscriber.disconnect()
+        }
+    }
+
+    @Test("QoS 0 publishes queued right before disconnect() are written before the DISCONNECT",
+          arguments: TestBrokerKind.allCases)
+    func qos0FlushedByDisconnect(kind: TestBrokerKind) async throws {
+        try await withBroker(kind) { broker in
+            let subscriber = try await connectedClient(broker, "q0fsub")
+            let publisher = try await connectedClient(broker, "q0fpub")
+            let topic = "q0f/\(uniqueID("t"))"
+            try await subscriber.subscribe(topic, qos: .atMostOnce)
+            let received = Collector(subscriber.messages())
+            for index in 0..<200 {
+                try await publisher.publish(topic: topic, payload: Array("\(index)".utf8), qos: .atMostOnce)
+            }
+            await publisher.disconnect()
+            let messages = try await received.wait(count: 200, timeout: .seconds(10))
+            #expect(messages.map(\.payload.text) == (0..<200).map { "\($0)" })
+            await subscriber.disconnect()
+        }
+    }
 }

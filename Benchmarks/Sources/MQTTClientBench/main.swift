@@ -1,5 +1,5 @@
 // Publish throughput: MQTTClient (Swift API) versus libmosquitto's C API called directly, both against a
-// mosquitto started here. Usage: MQTTClientBench [--count N] (messages per QoS level and API; default 50000, about 11 s in release).
+// mosquitto started here. Usage: MQTTClientBench [--count N] [--qos 0|1|2] [--swift-only] (messages per QoS level and API; default 50000, about 11 s in release).
 // Run with: swift run --package-path Benchmarks --scratch-path .build-bench-release -c release MQTTClientBench
 import CMosquitto
 import Foundation
@@ -10,14 +10,13 @@ import MQTTCore
 let window = 1000
 let payload = [UInt8](repeating: 0x42, count: 64)
 
-func parseCount() -> Int {
+/// The positive integer after `flag` on the command line, if any.
+func intArgument(_ flag: String) -> Int? {
     let arguments = CommandLine.arguments
-    if let index = arguments.firstIndex(of: "--count"), index + 1 < arguments.count, let count = Int(arguments[index + 1]),
-        count > 0
-    {
-        return count
-    }
-    return 50_000
+    guard let index = arguments.firstIndex(of: flag), index + 1 < arguments.count, let value = Int(arguments[index + 1]),
+        value >= 0
+    else { return nil }
+    return value
 }
 
 // MARK: Broker
@@ -61,22 +60,30 @@ func startMosquitto(port: Int) throws -> (Process, URL) {
 
 // MARK: Swift API
 
+/// QoS 0 is published from one loop, as a caller would: `publish` returns once the message is queued and waits only
+/// while `window` messages are unwritten (`qos0QueueLimit`), the bound the C API run keeps with its semaphore. QoS 1
+/// and 2 need a task per message in flight, since each `publish` waits for its acknowledgement. Both APIs stop the
+/// clock after DISCONNECT, which libmosquitto writes after every message queued before it.
 func benchSwift(port: Int, qos: QoS, count: Int) async throws -> Double {
     var configuration = MQTTClientConfiguration(clientID: "bench-swift-\(qos.rawValue)", port: port)
     configuration.maxInflightMessages = 100
+    configuration.qos0QueueLimit = window
     let client = try MQTTClient(configuration: configuration)
     try await client.connect()
     let start = ContinuousClock.now
-    try await withThrowingTaskGroup(of: Void.self) { group in
-        for index in 0..<count {
-            if index >= window { try await group.next() }
-            group.addTask { try await client.publish(topic: "bench/swift", payload: payload, qos: qos) }
+    if qos == .atMostOnce {
+        for _ in 0..<count { try await client.publish(topic: "bench/swift", payload: payload, qos: qos) }
+    } else {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<count {
+                if index >= window { try await group.next() }
+                group.addTask { try await client.publish(topic: "bench/swift", payload: payload, qos: qos) }
+            }
+            try await group.waitForAll()
         }
-        try await group.waitForAll()
     }
-    let elapsed = start.duration(to: .now)
     await client.disconnect()
-    return Double(count) / seconds(elapsed)
+    return Double(count) / seconds(start.duration(to: .now))
 }
 
 // MARK: C API
@@ -87,6 +94,7 @@ final class CBenchContext: @unchecked Sendable {
     let slots = DispatchSemaphore(value: window)
     let connected = DispatchSemaphore(value: 0)
     let finished = DispatchSemaphore(value: 0)
+    let disconnected = DispatchSemaphore(value: 0)
     let lock = NSLock()
     var acknowledged = 0
     var expected = 0
@@ -102,6 +110,10 @@ func benchC(port: Int, qos: QoS, count: Int) throws -> Double {
     mosquitto_connect_callback_set(mosq) { _, user, _ in
         guard let user else { return }
         Unmanaged<CBenchContext>.fromOpaque(user).takeUnretainedValue().connected.signal()
+    }
+    mosquitto_disconnect_callback_set(mosq) { _, user, _ in
+        guard let user else { return }
+        Unmanaged<CBenchContext>.fromOpaque(user).takeUnretainedValue().disconnected.signal()
     }
     mosquitto_publish_callback_set(mosq) { _, user, _ in
         guard let user else { return }
@@ -127,14 +139,39 @@ func benchC(port: Int, qos: QoS, count: Int) throws -> Double {
         guard rc == 0 else { throw CError("publish failed: \(rc)") }
     }
     guard context.finished.wait(timeout: .now() + 120) == .success else { throw CError("acks missing") }
-    let elapsed = start.duration(to: .now)
     mosquitto_disconnect(mosq)
-    return Double(count) / seconds(elapsed)
+    guard context.disconnected.wait(timeout: .now() + 10) == .success else { throw CError("no disconnect") }
+    return Double(count) / seconds(start.duration(to: .now))
 }
 
 struct CError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// CPU time (user + system) this process has used so far, in seconds: the client's own cost, apart from the broker's.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    let user = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) * 1e-6
+    let system = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) * 1e-6
+    return user + system
+}
+
+/// Context switches (voluntary and involuntary) of this process so far.
+func contextSwitches() -> Int {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    return usage.ru_nvcsw + usage.ru_nivcsw
+}
+
+/// Runs `body` (which returns messages per second) and adds the CPU microseconds this process spent per message.
+func measured(count: Int, _ body: () async throws -> Double) async rethrows -> (rate: Double, cpuMicroseconds: Double) {
+    let before = processCPUSeconds()
+    let switches = contextSwitches()
+    let rate = try await body()
+    print("  context switches per message:", Double(contextSwitches() - switches) / Double(count))
+    return (rate, (processCPUSeconds() - before) * 1e6 / Double(count))
 }
 
 func seconds(_ duration: Duration) -> Double {
@@ -143,7 +180,8 @@ func seconds(_ duration: Duration) -> Double {
 
 // MARK: Main
 
-let count = parseCount()
+let count = intArgument("--count") ?? 50_000
+let levels = intArgument("--qos").flatMap { QoS(rawValue: UInt8(clamping: $0)) }.map { [$0] } ?? QoS.allCases
 mosquitto_lib_init()
 let port = freePort()
 let (broker, directory) = try startMosquitto(port: port)
@@ -153,11 +191,17 @@ defer {
     try? FileManager.default.removeItem(at: directory)
 }
 print("publish throughput, \(count) messages of \(payload.count) bytes per run, window \(window), mosquitto on :\(port)")
-for qos in QoS.allCases {
-    let c = try benchC(port: port, qos: qos, count: count)
-    let swift = try await benchSwift(port: port, qos: qos, count: count)
+for qos in levels {
+    if CommandLine.arguments.contains("--swift-only") {  // for profiling the Swift API alone
+        let swift = try await measured(count: count) { try await benchSwift(port: port, qos: qos, count: count) }
+        print(String(format: "QoS %d: Swift API %9.0f msgs/s, client CPU µs/msg %.2f", Int(qos.rawValue), swift.rate,
+            swift.cpuMicroseconds))
+        continue
+    }
+    let c = try await measured(count: count) { try benchC(port: port, qos: qos, count: count) }
+    let swift = try await measured(count: count) { try await benchSwift(port: port, qos: qos, count: count) }
     print(
         String(
-            format: "QoS %d: Swift API %9.0f msgs/s | C API %9.0f msgs/s | Swift/C %.2f", Int(qos.rawValue), swift, c,
-            swift / c))
+            format: "QoS %d: Swift API %9.0f msgs/s | C API %9.0f msgs/s | Swift/C %.2f | client CPU µs/msg Swift %.2f C %.2f",
+            Int(qos.rawValue), swift.rate, c.rate, swift.rate / c.rate, swift.cpuMicroseconds, c.cpuMicroseconds))
 }
