@@ -32,9 +32,8 @@ final class ClientEngine: Sendable {
         var machine: ClientStateMachine<Waiter>
         var stateStreams: [UInt64: AsyncStream<MQTTConnectionState>.Continuation] = [:]
         var nextStreamID: UInt64 = 0
-        /// Completions the network thread's callbacks produced in this turn of its loop, resumed together at the
-        /// end of the turn (``resumeDeferred()``).
-        var deferredResumes: [(Waiter, Completion)] = []
+        /// Completions the network thread's callbacks produced, resumed in batches (``resumeDeferred(onlyIfDue:)``).
+        var deferred = DeferredResumes<Waiter>()
     }
 
     struct Listeners {
@@ -306,10 +305,8 @@ final class ClientEngine: Sendable {
 
     /// Runs one state machine event; emits states under the lock (so they stay ordered), everything else after.
     ///
-    /// With `deferringResumes` (libmosquitto's callbacks, on the network thread) completions wait for the end of
-    /// the loop's turn: resuming a continuation hands a job to the global executor and may wake a pool thread,
-    /// and one read often carries hundreds of acknowledgements, so resuming them in one go wakes a thread once
-    /// rather than once each, and keeps the network thread on the socket.
+    /// With `deferringResumes` (libmosquitto's callbacks, on the network thread) completions are resumed later, in
+    /// a batch (``DeferredResumes``).
     func feed(
         deferringResumes: Bool = false,
         _ event: (inout ClientStateMachine<Waiter>) -> [ClientStateMachine<Waiter>.Action]
@@ -321,7 +318,7 @@ final class ClientEngine: Sendable {
                 case .emitState(let state):
                     for continuation in core.stateStreams.values { continuation.yield(state) }
                 case .resume(let waiter, let completion) where deferringResumes:
-                    core.deferredResumes.append((waiter, completion))
+                    core.deferred.append(waiter, completion, now: .now)
                 default:
                     break
                 }
@@ -350,14 +347,16 @@ final class ClientEngine: Sendable {
         }
     }
 
-    /// Resumes what the callbacks completed during the network thread's last turn (see ``feed(deferringResumes:_:)``).
-    private func resumeDeferred() {
-        let resumes = core.withLock { core -> [(Waiter, Completion)] in
-            guard !core.deferredResumes.isEmpty else { return [] }
-            defer { core.deferredResumes.removeAll(keepingCapacity: true) }
-            return core.deferredResumes
+    /// Resumes what the callbacks completed (see ``DeferredResumes``): all of it, or with `onlyIfDue` only a batch
+    /// that is due. Returns whether any remain deferred.
+    @discardableResult
+    private func resumeDeferred(onlyIfDue: Bool = false) -> Bool {
+        let (resumes, remaining) = core.withLock { core in
+            let due = core.deferred.takeIfDue(idle: !onlyIfDue, now: .now)
+            return (due, !core.deferred.isEmpty)
         }
         for (waiter, completion) in resumes { waiter.resume(returning: completion) }
+        return remaining
     }
 
     // MARK: Network thread
@@ -366,7 +365,9 @@ final class ClientEngine: Sendable {
         var socketOpen = false
         var openedEpoch = 0  // the state machine's epoch when the socket opened
         while true {
-            resumeDeferred()
+            // While the socket keeps the thread busy, completions wait for its next idle moment (the poller calls
+            // back before it blocks) or until the batch is due.
+            let waiting = resumeDeferred(onlyIfDue: socketOpen)
             switch loop.next(wait: !socketOpen) {
             case nil:
                 break
@@ -387,7 +388,8 @@ final class ClientEngine: Sendable {
                 feed { $0.reconnectTimerFired(generation: generation) }
             }
             if socketOpen {
-                let rc = poller.runOnce(handle.pointer, timeoutMilliseconds: 100)
+                let rc = poller.runOnce(
+                    handle.pointer, timeoutMilliseconds: 100, beforeBlocking: waiting ? { self.resumeDeferred() } : nil)
                 socketOpen = mosquitto_socket(handle.pointer) >= 0
                 if !socketOpen {
                     // Usually on_disconnect reported this already (then the event is ignored), but libmosquitto

@@ -51,7 +51,10 @@ final class SocketPoller: Sendable {
     /// Waits up to `timeoutMilliseconds` for the socket of `handle` (readable, or writable while libmosquitto has
     /// output) or a wake-up, then reads, writes and runs libmosquitto's housekeeping (keepalive). Returns
     /// libmosquitto's result; on a read or write error libmosquitto has closed the socket itself.
-    func runOnce(_ handle: OpaquePointer, timeoutMilliseconds: CInt) -> CInt {
+    ///
+    /// `beforeBlocking`, when given, runs only if nothing is ready yet, just before the wait: the engine resumes
+    /// there, in one batch, the callers whose acknowledgements it has read, once the socket has nothing more.
+    func runOnce(_ handle: OpaquePointer, timeoutMilliseconds: CInt, beforeBlocking: (() -> Void)? = nil) -> CInt {
         let socket = mosquitto_socket(handle)
         guard socket >= 0 else { return MosquittoError.noConnection }
         let outputEvents = mosquitto_want_write(handle) ? Int16(POLLOUT) : 0
@@ -59,7 +62,11 @@ final class SocketPoller: Sendable {
             pollfd(fd: socket, events: Int16(POLLIN) | outputEvents, revents: 0),
             pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
         ]
-        let ready = poll(&fds, nfds_t(fds.count), timeoutMilliseconds)
+        var ready = poll(&fds, nfds_t(fds.count), beforeBlocking == nil ? timeoutMilliseconds : 0)
+        if ready == 0, let beforeBlocking {
+            beforeBlocking()
+            ready = poll(&fds, nfds_t(fds.count), timeoutMilliseconds)
+        }
         if ready < 0 {
             return errno == EINTR ? MosquittoError.success : Int32(MOSQ_ERR_ERRNO.rawValue)
         }
@@ -69,8 +76,11 @@ final class SocketPoller: Sendable {
             rc = mosquitto_loop_read(handle, 1)
             if rc != MosquittoError.success || mosquitto_socket(handle) < 0 { return rc }
         }
-        // Written when the socket said so, or when a wake-up may have queued output since the wait began.
-        if fds[0].revents & Int16(POLLOUT) != 0 || (fds[1].revents != 0 && mosquitto_want_write(handle)) {
+        // Written when the socket said so, or when output may have been queued since the wait began: by a waker,
+        // or by the read itself (a PUBACK releases the next queued message, a PUBREC queues the PUBREL). Writing
+        // now rather than after another poll saves a system call per turn; a full socket buffer only makes
+        // libmosquitto keep the rest for the next turn, which then waits for POLLOUT.
+        if fds[0].revents & Int16(POLLOUT) != 0 || mosquitto_want_write(handle) {
             rc = mosquitto_loop_write(handle, 1)
             if rc != MosquittoError.success || mosquitto_socket(handle) < 0 { return rc }
         }

@@ -149,4 +149,32 @@ struct MessagingTests {
             await subscriber.disconnect()
         }
     }
+
+    @Test("QoS 1 publishes complete while the same client is flooded with incoming messages",
+          arguments: TestBrokerKind.allCases)
+    func acknowledgementsNotStarvedByIncomingFlood(kind: TestBrokerKind) async throws {
+        try await withBroker(kind) { broker in
+            let flooded = try await connectedClient(broker, "flooded")
+            let flooder = try await connectedClient(broker, "flooder")
+            let floodTopic = "flood/\(uniqueID("t"))"
+            try await flooded.subscribe(floodTopic, qos: .atMostOnce)
+            let flood = Task {
+                let payload = [UInt8](repeating: 0x46, count: 256)
+                while !Task.isCancelled {
+                    try await flooder.publish(topic: floodTopic, payload: payload, qos: .atMostOnce)
+                }
+            }
+            defer { flood.cancel() }
+            // The callbacks hold acknowledgements back while the socket stays busy; they must still come through.
+            for index in 0..<20 {
+                try await withTimeout(.seconds(5), "QoS 1 publish \(index) during the flood") {
+                    try await flooded.publish(topic: "ack/\(index)", payload: [1], qos: .atLeastOnce)
+                }
+            }
+            flood.cancel()
+            _ = await flood.result
+            await flooder.disconnect()
+            await flooded.disconnect()
+        }
+    }
 }

@@ -1,14 +1,33 @@
 // Publish throughput: MQTTClient (Swift API) versus libmosquitto's C API called directly, both against a
-// mosquitto started here. Usage: MQTTClientBench [--count N] [--qos 0|1|2] [--swift-only] (messages per QoS level and API; default 50000, about 11 s in release).
-// Run with: swift run --package-path Benchmarks --scratch-path .build-bench-release -c release MQTTClientBench
+// mosquitto started here, at MQTT 3.1.1 and 5, QoS 0/1/2. Each round runs the C API, then the Swift API; the table
+// gives the medians over the rounds (the two cores are shared with the broker, so single runs scatter widely).
+// Usage: MQTTClientBench [--count N] [--rounds R] [--qos 0|1|2] [--protocol 3|5] [--only swift|c] [--task-per-message]
+// (N messages per run, default 50000; R rounds, default 5; about a minute in all in release).
+// Build: swift build --package-path Benchmarks -c release --static-swift-stdlib --scratch-path .build-bench-release
+//   --product MQTTClientBench
 import CMosquitto
 import Foundation
 import MQTTClient
 import MQTTCore
 
+nonisolated(unsafe) var runs = 0
+
+/// A client id of its own for each run: the broker may not have closed the previous run's connection yet.
+func nextClientID(_ api: String) -> String {
+    runs += 1
+    return "bench-\(api)-\(runs)"
+}
+
 /// Messages a run may have unacknowledged at once, for both APIs.
 let window = 1000
 let payload = [UInt8](repeating: 0x42, count: 64)
+
+/// The argument after `flag` on the command line, if any.
+func stringArgument(_ flag: String) -> String? {
+    let arguments = CommandLine.arguments
+    guard let index = arguments.firstIndex(of: flag), index + 1 < arguments.count else { return nil }
+    return arguments[index + 1]
+}
 
 /// The positive integer after `flag` on the command line, if any.
 func intArgument(_ flag: String) -> Int? {
@@ -61,11 +80,13 @@ func startMosquitto(port: Int) throws -> (Process, URL) {
 // MARK: Swift API
 
 /// QoS 0 is published from one loop, as a caller would: `publish` returns once the message is queued and waits only
-/// while `window` messages are unwritten (`qos0QueueLimit`), the bound the C API run keeps with its semaphore. QoS 1
-/// and 2 need a task per message in flight, since each `publish` waits for its acknowledgement. Both APIs stop the
-/// clock after DISCONNECT, which libmosquitto writes after every message queued before it.
-func benchSwift(port: Int, qos: QoS, count: Int) async throws -> Double {
-    var configuration = MQTTClientConfiguration(clientID: "bench-swift-\(qos.rawValue)", port: port)
+/// while `window` messages are unwritten (`qos0QueueLimit`), the bound the C API run keeps with its semaphore. At QoS
+/// 1 and 2 each `publish` waits for its acknowledgement, so `window` tasks publish in turn (`--task-per-message`:
+/// a new task per message instead, at most `window` at once). Both APIs stop the clock after DISCONNECT, which
+/// libmosquitto writes after every message queued before it.
+func benchSwift(port: Int, qos: QoS, count: Int, v5: Bool) async throws -> Double {
+    var configuration = MQTTClientConfiguration(clientID: nextClientID("swift"), port: port)
+    configuration.protocolVersion = v5 ? .v5 : .v3_1_1
     configuration.maxInflightMessages = 100
     configuration.qos0QueueLimit = window
     let client = try MQTTClient(configuration: configuration)
@@ -73,11 +94,21 @@ func benchSwift(port: Int, qos: QoS, count: Int) async throws -> Double {
     let start = ContinuousClock.now
     if qos == .atMostOnce {
         for _ in 0..<count { try await client.publish(topic: "bench/swift", payload: payload, qos: qos) }
-    } else {
+    } else if CommandLine.arguments.contains("--task-per-message") {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<count {
                 if index >= window { try await group.next() }
                 group.addTask { try await client.publish(topic: "bench/swift", payload: payload, qos: qos) }
+            }
+            try await group.waitForAll()
+        }
+    } else {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<window {
+                let share = count / window + (worker < count % window ? 1 : 0)
+                group.addTask {
+                    for _ in 0..<share { try await client.publish(topic: "bench/swift", payload: payload, qos: qos) }
+                }
             }
             try await group.waitForAll()
         }
@@ -100,13 +131,14 @@ final class CBenchContext: @unchecked Sendable {
     var expected = 0
 }
 
-func benchC(port: Int, qos: QoS, count: Int) throws -> Double {
+func benchC(port: Int, qos: QoS, count: Int, v5: Bool) throws -> Double {
     let context = CBenchContext()
     context.expected = count
-    guard let mosq = mosquitto_new("bench-c-\(qos.rawValue)", true, Unmanaged.passUnretained(context).toOpaque())
+    guard let mosq = mosquitto_new(nextClientID("c"), true, Unmanaged.passUnretained(context).toOpaque())
     else { throw CError("mosquitto_new failed") }
     defer { mosquitto_destroy(mosq) }
     mosquitto_max_inflight_messages_set(mosq, 100)
+    if v5 { mosquitto_int_option(mosq, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5) }
     mosquitto_connect_callback_set(mosq) { _, user, _ in
         guard let user else { return }
         Unmanaged<CBenchContext>.fromOpaque(user).takeUnretainedValue().connected.signal()
@@ -158,19 +190,10 @@ func processCPUSeconds() -> Double {
     return user + system
 }
 
-/// Context switches (voluntary and involuntary) of this process so far.
-func contextSwitches() -> Int {
-    var usage = rusage()
-    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-    return usage.ru_nvcsw + usage.ru_nivcsw
-}
-
 /// Runs `body` (which returns messages per second) and adds the CPU microseconds this process spent per message.
 func measured(count: Int, _ body: () async throws -> Double) async rethrows -> (rate: Double, cpuMicroseconds: Double) {
     let before = processCPUSeconds()
-    let switches = contextSwitches()
     let rate = try await body()
-    print("  context switches per message:", Double(contextSwitches() - switches) / Double(count))
     return (rate, (processCPUSeconds() - before) * 1e6 / Double(count))
 }
 
@@ -178,10 +201,19 @@ func seconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
 }
 
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    guard !sorted.isEmpty else { return 0 }
+    let middle = sorted.count / 2
+    return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}
+
 // MARK: Main
 
 let count = intArgument("--count") ?? 50_000
+let rounds = max(intArgument("--rounds") ?? 5, 1)
 let levels = intArgument("--qos").flatMap { QoS(rawValue: UInt8(clamping: $0)) }.map { [$0] } ?? QoS.allCases
+let versions = intArgument("--protocol").map { [$0 == 5] } ?? [false, true]
 mosquitto_lib_init()
 let port = freePort()
 let (broker, directory) = try startMosquitto(port: port)
@@ -191,17 +223,40 @@ defer {
     try? FileManager.default.removeItem(at: directory)
 }
 print("publish throughput, \(count) messages of \(payload.count) bytes per run, window \(window), mosquitto on :\(port)")
-for qos in levels {
-    if CommandLine.arguments.contains("--swift-only") {  // for profiling the Swift API alone
-        let swift = try await measured(count: count) { try await benchSwift(port: port, qos: qos, count: count) }
-        print(String(format: "QoS %d: Swift API %9.0f msgs/s, client CPU µs/msg %.2f", Int(qos.rawValue), swift.rate,
-            swift.cpuMicroseconds))
-        continue
+if let only = stringArgument("--only") {  // one API alone, for profiling
+    for v5 in versions {
+        for qos in levels {
+            let result =
+                only == "c"
+                ? try await measured(count: count) { try benchC(port: port, qos: qos, count: count, v5: v5) }
+                : try await measured(count: count) {
+                    try await benchSwift(port: port, qos: qos, count: count, v5: v5)
+                }
+            print(String(format: "MQTT %@ QoS %d: %@ API %9.0f msgs/s, client CPU µs/msg %.2f", v5 ? "5" : "3.1.1",
+                Int(qos.rawValue), only, result.rate, result.cpuMicroseconds))
+        }
     }
-    let c = try await measured(count: count) { try benchC(port: port, qos: qos, count: count) }
-    let swift = try await measured(count: count) { try await benchSwift(port: port, qos: qos, count: count) }
-    print(
-        String(
-            format: "QoS %d: Swift API %9.0f msgs/s | C API %9.0f msgs/s | Swift/C %.2f | client CPU µs/msg Swift %.2f C %.2f",
-            Int(qos.rawValue), swift.rate, c.rate, swift.rate / c.rate, swift.cpuMicroseconds, c.cpuMicroseconds))
+    exit(0)
+}
+print("| MQTT | QoS | Swift API msg/s | C API msg/s | Swift/C | client CPU µs/msg Swift | C | Swift/C per round |")
+print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
+for v5 in versions {
+    for qos in levels {
+        var swift: [(rate: Double, cpuMicroseconds: Double)] = []
+        var c: [(rate: Double, cpuMicroseconds: Double)] = []
+        for _ in 0..<rounds {
+            c.append(try await measured(count: count) { try benchC(port: port, qos: qos, count: count, v5: v5) })
+            swift.append(try await measured(count: count) {
+                try await benchSwift(port: port, qos: qos, count: count, v5: v5)
+            })
+        }
+        let ratios = zip(swift, c).map { String(format: "%.2f", $0.rate / $1.rate) }.joined(separator: " ")
+        let swiftRate = median(swift.map(\.rate))
+        let cRate = median(c.map(\.rate))
+        print(
+            String(
+                format: "| %@ | %d | %.0f | %.0f | %.2f | %.2f | %.2f | %@ |", v5 ? "5" : "3.1.1", Int(qos.rawValue),
+                swiftRate, cRate, swiftRate / cRate, median(swift.map(\.cpuMicroseconds)),
+                median(c.map(\.cpuMicroseconds)), ratios))
+    }
 }
