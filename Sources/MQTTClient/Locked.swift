@@ -1,18 +1,20 @@
-import Synchronization
+import Foundation
 
-/// A value protected by a lock, shared between the caller tasks and the network thread.
+/// A value protected by a lock.
 ///
-/// A class around `Mutex` so that it can be stored in the `Sendable` engine and captured by callbacks. `Mutex`
-/// rather than `NSLock`: it spins briefly before sleeping, and the critical sections here are a few dictionary
-/// operations long, so a contended caller usually gets the lock without a futex round trip.
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
+/// `@unchecked Sendable`: every access to `value` goes through `withLock`, which holds `lock`, so the value is
+/// never touched by two threads at once.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
 
-    init(_ value: sending Value) {
-        mutex = Mutex(value)
+    init(_ value: Value) {
+        self.value = value
     }
 
-    func withLock<Result>(_ body: (inout sending Value) throws -> sending Result) rethrows -> sending Result {
-        try mutex.withLock(body)
+    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
     }
 }

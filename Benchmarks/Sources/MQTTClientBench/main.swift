@@ -208,6 +208,51 @@ func median(_ values: [Double]) -> Double {
     return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
 }
 
+/// Runs every protocol version and QoS level `rounds` times through both APIs, alternating, and prints medians.
+func runTable(port: Int, count: Int, rounds: Int, levels: [QoS], versions: [Bool]) async throws {
+    print("| MQTT | QoS | Swift API msg/s | C API msg/s | Swift/C | client CPU µs/msg Swift | C | Swift/C per round |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    for v5 in versions {
+        for qos in levels {
+            var swift: [(rate: Double, cpuMicroseconds: Double)] = []
+            var c: [(rate: Double, cpuMicroseconds: Double)] = []
+            for _ in 0..<rounds {
+                c.append(try await measured(count: count) { try benchC(port: port, qos: qos, count: count, v5: v5) })
+                swift.append(
+                    try await measured(count: count) {
+                        try await benchSwift(port: port, qos: qos, count: count, v5: v5)
+                    })
+            }
+            let ratios = zip(swift, c).map { String(format: "%.2f", $0.rate / $1.rate) }.joined(separator: " ")
+            let swiftRate = median(swift.map(\.rate))
+            let cRate = median(c.map(\.rate))
+            print(
+                String(
+                    format: "| %@ | %d | %.0f | %.0f | %.2f | %.2f | %.2f | %@ |", v5 ? "5" : "3.1.1",
+                    Int(qos.rawValue), swiftRate, cRate, swiftRate / cRate, median(swift.map(\.cpuMicroseconds)),
+                    median(c.map(\.cpuMicroseconds)), ratios))
+        }
+    }
+}
+
+/// One API alone (`api` is "swift" or "c"), for profiling.
+func runOne(_ api: String, port: Int, count: Int, levels: [QoS], versions: [Bool]) async throws {
+    for v5 in versions {
+        for qos in levels {
+            let result =
+                api == "c"
+                ? try await measured(count: count) { try benchC(port: port, qos: qos, count: count, v5: v5) }
+                : try await measured(count: count) {
+                    try await benchSwift(port: port, qos: qos, count: count, v5: v5)
+                }
+            print(
+                String(
+                    format: "MQTT %@ QoS %d: %@ API %9.0f msgs/s, client CPU µs/msg %.2f", v5 ? "5" : "3.1.1",
+                    Int(qos.rawValue), api, result.rate, result.cpuMicroseconds))
+        }
+    }
+}
+
 // MARK: Main
 
 let count = intArgument("--count") ?? 50_000
@@ -223,40 +268,8 @@ defer {
     try? FileManager.default.removeItem(at: directory)
 }
 print("publish throughput, \(count) messages of \(payload.count) bytes per run, window \(window), mosquitto on :\(port)")
-if let only = stringArgument("--only") {  // one API alone, for profiling
-    for v5 in versions {
-        for qos in levels {
-            let result =
-                only == "c"
-                ? try await measured(count: count) { try benchC(port: port, qos: qos, count: count, v5: v5) }
-                : try await measured(count: count) {
-                    try await benchSwift(port: port, qos: qos, count: count, v5: v5)
-                }
-            print(String(format: "MQTT %@ QoS %d: %@ API %9.0f msgs/s, client CPU µs/msg %.2f", v5 ? "5" : "3.1.1",
-                Int(qos.rawValue), only, result.rate, result.cpuMicroseconds))
-        }
-    }
-    exit(0)
-}
-print("| MQTT | QoS | Swift API msg/s | C API msg/s | Swift/C | client CPU µs/msg Swift | C | Swift/C per round |")
-print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
-for v5 in versions {
-    for qos in levels {
-        var swift: [(rate: Double, cpuMicroseconds: Double)] = []
-        var c: [(rate: Double, cpuMicroseconds: Double)] = []
-        for _ in 0..<rounds {
-            c.append(try await measured(count: count) { try benchC(port: port, qos: qos, count: count, v5: v5) })
-            swift.append(try await measured(count: count) {
-                try await benchSwift(port: port, qos: qos, count: count, v5: v5)
-            })
-        }
-        let ratios = zip(swift, c).map { String(format: "%.2f", $0.rate / $1.rate) }.joined(separator: " ")
-        let swiftRate = median(swift.map(\.rate))
-        let cRate = median(c.map(\.rate))
-        print(
-            String(
-                format: "| %@ | %d | %.0f | %.0f | %.2f | %.2f | %.2f | %@ |", v5 ? "5" : "3.1.1", Int(qos.rawValue),
-                swiftRate, cRate, swiftRate / cRate, median(swift.map(\.cpuMicroseconds)),
-                median(c.map(\.cpuMicroseconds)), ratios))
-    }
+if let only = stringArgument("--only") {
+    try await runOne(only, port: port, count: count, levels: levels, versions: versions)
+} else {
+    try await runTable(port: port, count: count, rounds: rounds, levels: levels, versions: versions)
 }
