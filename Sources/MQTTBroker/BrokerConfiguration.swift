@@ -76,6 +76,10 @@ public struct BrokerConfiguration: Sendable {
     /// Largest remaining length (packet size without its 2 to 5 byte fixed header) a client may send; bigger
     /// packets close the connection as soon as their fixed header arrives.
     public var maxPacketSize: Int = MQTTPacketDecoder.protocolMaximumPacketSize
+    /// Largest payload a PUBLISH or will may carry (mosquitto's `message_size_limit`); 0 means no limit. A larger
+    /// PUBLISH is not routed, but its QoS flow completes (MQTT 5: PUBACK / PUBREC 0x95 Packet too large); a larger
+    /// will refuses the CONNECT (MQTT 5: 0x95; 3.1.1: not authorised). The connection stays open.
+    public var messageSizeLimit: Int = 0
     /// Highest QoS the broker grants; the granted QoS of a subscription is `min(requested, maxQoS)`.
     public var maxQoS: QoS = .exactlyOnce
     /// Whether retained messages are stored. When false, the retain flag of incoming PUBLISHes is ignored

@@ -285,3 +285,53 @@ def test_empty_acl_file_denies_everything(start_broker, tmp_path, clients, versi
     if version == 5:
         assert ack.reason == m5.NOT_AUTHORIZED, ack
     watcher.expect_nothing(1.0)
+
+
+# --------------------------------------------------------------------------- message_size_limit
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("qos", [0, 1, 2])
+def test_message_size_limit_drops_but_completes_the_flow(start_broker, clients, version, qos):
+    """message_size_limit (mosquitto.conf(5)): a payload above the limit is not delivered, its QoS flow still
+    completes (MQTT 5 says why: PUBACK / PUBREC 0x95 Packet too large, and a failed PUBREC ends the flow), and the
+    connection stays open: a payload at the limit, sent next, is delivered."""
+    b = start_broker(message_size_limit=10)
+    topic = unique("size")
+    watcher = watch(b, version, clients, topic, 2)
+    c = raw(b, version, clients)
+    c.connect(unique("p"))
+    c.send(codec(version).publish(topic, b"x" * 11, qos, 5))
+    if qos == 1:
+        ack = c.expect(m3.PUBACK)
+        assert ack.pid == 5
+        if version == 5:
+            assert ack.reason == 0x95, ack
+    elif qos == 2:
+        rec = c.expect(m3.PUBREC)
+        assert rec.pid == 5
+        if version == 5:
+            assert rec.reason == 0x95, rec
+        else:  # 3.1.1 cannot say it was dropped: the flow goes on to PUBCOMP
+            c.send(codec(version).pubrel(5))
+            assert c.expect(m3.PUBCOMP).pid == 5
+    c.send(codec(version).publish(topic, b"y" * 10, qos, 6))
+    if qos == 1:
+        assert c.expect(m3.PUBACK).pid == 6
+    elif qos == 2:
+        assert c.expect(m3.PUBREC).pid == 6
+        c.send(codec(version).pubrel(6))
+        assert c.expect(m3.PUBCOMP).pid == 6
+    message = watcher.expect(m3.PUBLISH)
+    assert message.payload == b"y" * 10
+    watcher.expect_nothing(0.5)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_message_size_limit_refuses_a_larger_will(start_broker, clients, version):
+    """A will payload above message_size_limit refuses the CONNECT: 0x95 Packet too large at MQTT 5, 0x05 (not
+    authorised) at 3.1.1, which has no better code; a will at the limit is accepted."""
+    b = start_broker(message_size_limit=10)
+    ack = raw(b, version, clients).connect(unique("w"), will=(unique("will"), b"x" * 11, 0, False))
+    assert connack_reason(ack, version) == (0x95 if version == 5 else 0x05), ack
+    ack = raw(b, version, clients).connect(unique("w"), will=(unique("will"), b"x" * 10, 0, False))
+    assert connack_reason(ack, version) == 0, ack

@@ -1,8 +1,10 @@
-// Publish throughput: MQTTClient (Swift API) versus libmosquitto's C API called directly, both against a
-// mosquitto started here, at MQTT 3.1.1 and 5, QoS 0/1/2. Each round runs the C API, then the Swift API; the table
-// gives the medians over the rounds (the two cores are shared with the broker, so single runs scatter widely).
-// Usage: MQTTClientBench [--count N] [--rounds R] [--qos 0|1|2] [--protocol 3|5] [--only swift|c] [--task-per-message]
-// (N messages per run, default 50000; R rounds, default 5; about a minute in all in release).
+// Publish and receive throughput: MQTTClient (Swift API) versus libmosquitto's C API called directly, both against
+// a mosquitto started here, at MQTT 3.1.1 and 5, QoS 0/1/2 (receiving: Receive.swift). Each round runs the C API,
+// then the Swift API; the tables give the medians over the rounds (the two cores are shared with the broker, so
+// single runs scatter widely).
+// Usage: MQTTClientBench [--count N] [--rounds R] [--qos 0|1|2] [--protocol 3|5] [--direction publish|receive]
+// [--only swift|c] [--task-per-message]
+// (N messages per run, default 50000; R rounds, default 5; about two minutes in all in release).
 // Build: swift build --package-path Benchmarks -c release --static-swift-stdlib --scratch-path .build-bench-release
 //   --product MQTTClientBench
 import CMosquitto
@@ -131,7 +133,7 @@ final class CBenchContext: @unchecked Sendable {
     var expected = 0
 }
 
-func benchC(port: Int, qos: QoS, count: Int, v5: Bool) throws -> Double {
+func benchC(port: Int, qos: QoS, count: Int, v5: Bool, topic: String = "bench/c") throws -> Double {
     let context = CBenchContext()
     context.expected = count
     guard let mosq = mosquitto_new(nextClientID("c"), true, Unmanaged.passUnretained(context).toOpaque())
@@ -166,7 +168,7 @@ func benchC(port: Int, qos: QoS, count: Int, v5: Bool) throws -> Double {
     for _ in 0..<count {
         context.slots.wait()
         let rc = payload.withUnsafeBytes {
-            mosquitto_publish(mosq, nil, "bench/c", Int32($0.count), $0.baseAddress, Int32(qos.rawValue), false)
+            mosquitto_publish(mosq, nil, topic, Int32($0.count), $0.baseAddress, Int32(qos.rawValue), false)
         }
         guard rc == 0 else { throw CError("publish failed: \(rc)") }
     }
@@ -208,8 +210,10 @@ func median(_ values: [Double]) -> Double {
     return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
 }
 
-/// Runs every protocol version and QoS level `rounds` times through both APIs, alternating, and prints medians.
-func runTable(port: Int, count: Int, rounds: Int, levels: [QoS], versions: [Bool]) async throws {
+/// Runs every protocol version and QoS level `rounds` times through both APIs, alternating, and prints medians:
+/// publishing, or with `receive` receiving.
+func runTable(port: Int, count: Int, rounds: Int, levels: [QoS], versions: [Bool], receive: Bool) async throws {
+    print(receive ? "\nreceive (a C API publisher sends, the API measured subscribes):" : "\npublish:")
     print("| MQTT | QoS | Swift API msg/s | C API msg/s | Swift/C | client CPU µs/msg Swift | C | Swift/C per round |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
     for v5 in versions {
@@ -217,10 +221,17 @@ func runTable(port: Int, count: Int, rounds: Int, levels: [QoS], versions: [Bool
             var swift: [(rate: Double, cpuMicroseconds: Double)] = []
             var c: [(rate: Double, cpuMicroseconds: Double)] = []
             for _ in 0..<rounds {
-                c.append(try await measured(count: count) { try benchC(port: port, qos: qos, count: count, v5: v5) })
+                c.append(
+                    try await measured(count: count) {
+                        receive
+                            ? try benchReceiveC(port: port, qos: qos, count: count, v5: v5)
+                            : try benchC(port: port, qos: qos, count: count, v5: v5)
+                    })
                 swift.append(
                     try await measured(count: count) {
-                        try await benchSwift(port: port, qos: qos, count: count, v5: v5)
+                        receive
+                            ? try await benchReceiveSwift(port: port, qos: qos, count: count, v5: v5)
+                            : try await benchSwift(port: port, qos: qos, count: count, v5: v5)
                     })
             }
             let ratios = zip(swift, c).map { String(format: "%.2f", $0.rate / $1.rate) }.joined(separator: " ")
@@ -271,5 +282,9 @@ print("publish throughput, \(count) messages of \(payload.count) bytes per run, 
 if let only = stringArgument("--only") {
     try await runOne(only, port: port, count: count, levels: levels, versions: versions)
 } else {
-    try await runTable(port: port, count: count, rounds: rounds, levels: levels, versions: versions)
+    let direction = stringArgument("--direction")
+    for receive in [false, true] where direction == nil || direction == (receive ? "receive" : "publish") {
+        try await runTable(
+            port: port, count: count, rounds: rounds, levels: levels, versions: versions, receive: receive)
+    }
 }

@@ -179,6 +179,9 @@ public enum BrokerConfigParser {
         case "max_packet_size":
             let size = try line.integer(line.single(), in: 0...MQTTPacketDecoder.protocolMaximumPacketSize + 5)
             settings.configuration.maxPacketSize = size == 0 ? MQTTPacketDecoder.protocolMaximumPacketSize : size
+        case "message_size_limit":
+            settings.configuration.messageSizeLimit = try line.integer(
+                line.single(), in: 0...MQTTPacketDecoder.protocolMaximumPacketSize)
         case "max_qos":
             let value = try line.integer(line.single(), in: 0...2)
             settings.configuration.maxQoS = QoS(rawValue: UInt8(value)) ?? .exactlyOnce

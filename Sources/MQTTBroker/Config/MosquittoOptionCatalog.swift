@@ -36,7 +36,8 @@ enum MosquittoOptionCatalog {
     static let implemented: Set<String> = Set([
         "acl_file", "allow_anonymous", "autosave_interval", "autosave_on_changes", "cafile", "certfile",
         "include_dir", "keyfile", "listener", "log_dest", "log_type", "max_connections", "max_inflight_messages",
-        "max_keepalive", "max_packet_size", "max_qos", "max_topic_alias", "persistent_client_expiration",
+        "max_keepalive", "max_packet_size", "max_qos", "max_topic_alias", "message_size_limit",
+        "persistent_client_expiration",
         "allow_zero_length_clientid", "max_queued_bytes", "max_queued_messages", "password_file",
         "http_dir", "persistence", "persistence_location", "protocol", "queue_qos0_messages", "require_certificate",
         "retain_available", "sys_interval", "tls_version", "use_identity_as_username",
@@ -63,7 +64,7 @@ enum MosquittoOptionCatalog {
     static let unsupported: Set<String> = [
         // Limits and behaviour clients would notice.
         "allow_duplicate_messages", "auto_id_prefix", "check_retain_source",
-        "clientid_prefixes", "max_inflight_bytes", "memory_limit", "message_size_limit",
+        "clientid_prefixes", "max_inflight_bytes", "memory_limit",
         "persistence_file", "upgrade_outgoing_qos", "per_listener_settings", "port",
         // Listeners, TLS and authentication not implemented.
         "bind_address", "bind_interface", "mount_point", "socket_domain", "use_username_as_clientid", "capath",

@@ -16,6 +16,12 @@ enum ConnectHandler {
             }
             connect = identified
         }
+        let sizeLimit = connection.core.configuration.messageSizeLimit
+        if sizeLimit > 0, let will = connect.will, will.payload.readableBytes > sizeLimit {  // message_size_limit
+            connection.logger.notice("CONNECT refused: will payload above message_size_limit")
+            refuse(connect.protocolVersion == .v5 ? .packetTooLarge : .notAuthorized, on: connection)
+            return
+        }
         if connect.properties.authenticationMethod != nil {
             AuthHandler.start(connect, on: connection)  // enhanced authentication (MQTT 5.0 4.12): SCRAM-SHA-512
             return

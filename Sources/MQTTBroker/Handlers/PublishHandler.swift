@@ -33,6 +33,12 @@ enum PublishHandler {
             message.expiresAt = form.expiresAt
             payloadFormatInvalid = form.payloadFormatInvalid
         }
+        // message_size_limit: after the alias above is learnt (later PUBLISHes may use it), before anything routes.
+        let sizeLimit = core.configuration.messageSizeLimit
+        if sizeLimit > 0, publish.payload.readableBytes > sizeLimit {
+            dropTooLarge(publish, topic: message.topic, on: connection)
+            return
+        }
         // A topic deeper than max_topic_levels is hostile input (mosquitto closes the connection too). A topic of
         // N levels has at least N - 1 bytes, so short topics skip the count.
         let maxLevels = core.configuration.maxTopicLevels
@@ -81,6 +87,27 @@ enum PublishHandler {
             }
         case (.atLeastOnce, nil), (.exactlyOnce, nil):  // the decoder reads one for QoS 1/2; checked, not assumed
             connection.close(.protocolViolation(.missingPacketID))
+        }
+    }
+
+    /// A payload above `message_size_limit`: not routed, counted as dropped, and its QoS flow completed as
+    /// mosquitto does. MQTT 5 hears why (0x95 Packet too large; a failed PUBREC ends the QoS 2 flow); MQTT 3.1.1
+    /// cannot be told, and its PUBREL finds nothing to release and is answered with PUBCOMP.
+    private static func dropTooLarge(_ publish: PublishPacket, topic: String, on connection: BrokerConnectionHandler) {
+        connection.core.statistics.publishDropped += 1
+        connection.logger.notice(
+            "PUBLISH dropped: payload above message_size_limit",
+            metadata: ["topic": "\(topic)", "bytes": "\(publish.payload.readableBytes)"])
+        let reasonCode: MQTTReasonCode = connection.protocolVersion == .v5 ? .packetTooLarge : .success
+        switch (publish.qos, publish.packetID) {
+        case (.atLeastOnce, let packetID?):
+            let puback = MQTTAcknowledgement(.puback, packetID: packetID, reasonCode: reasonCode)
+            connection.core.storage.writeWhenDurable(puback, via: connection)
+        case (.exactlyOnce, let packetID?):
+            let pubrec = MQTTAcknowledgement(.pubrec, packetID: packetID, reasonCode: reasonCode)
+            connection.core.storage.writeWhenDurable(pubrec, via: connection)
+        case (.atMostOnce, _), (.atLeastOnce, nil), (.exactlyOnce, nil):
+            break
         }
     }
 }

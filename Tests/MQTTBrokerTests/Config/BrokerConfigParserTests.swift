@@ -33,6 +33,7 @@ struct BrokerConfigParserTests {
             max_inflight_messages 5
             max_queued_messages 7
             max_packet_size 1024
+            message_size_limit 512
             max_qos 1
             retain_available false
             sys_interval 0
@@ -53,6 +54,7 @@ struct BrokerConfigParserTests {
         #expect(config.maxInflightMessages == 5)
         #expect(config.maxQueuedMessages == 7)
         #expect(config.maxPacketSize == 1024)
+        #expect(config.messageSizeLimit == 512)
         #expect(config.maxQoS == .atLeastOnce)
         #expect(config.retainAvailable == false)
         #expect(config.sysInterval == nil)

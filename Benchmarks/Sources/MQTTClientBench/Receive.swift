@@ -1,0 +1,106 @@
+// Receive throughput: one C API publisher (benchC) sends messages through mosquitto to one subscriber, either
+// libmosquitto's C API (counting in on_message) or MQTTClient (counting from `messages()`), at the same QoS. The
+// clock runs from the first publish to the last message counted; the publisher's CPU is in both runs alike.
+import CMosquitto
+import Foundation
+import MQTTClient
+import MQTTCore
+
+/// How long a receive run may take before it counts as lost messages.
+let receiveDeadline = Duration.seconds(120)
+
+func receiveTopic() -> String { "bench/receive/\(nextClientID("topic"))" }
+
+/// Runs the C API publisher on a thread of its own: it blocks on semaphores, and must not take one of the few
+/// threads of Swift's cooperative pool from the receiver being measured.
+func publishOnThread(port: Int, qos: QoS, count: Int, v5: Bool, topic: String) async throws {
+    let result: Result<Double, any Error> = await withCheckedContinuation { continuation in
+        Thread {
+            continuation.resume(returning: Result { try benchC(port: port, qos: qos, count: count, v5: v5, topic: topic) })
+        }.start()
+    }
+    _ = try result.get()
+}
+
+func benchReceiveSwift(port: Int, qos: QoS, count: Int, v5: Bool) async throws -> Double {
+    var configuration = MQTTClientConfiguration(clientID: nextClientID("swift-sub"), port: port)
+    configuration.protocolVersion = v5 ? .v5 : .v3_1_1
+    configuration.maxInflightMessages = 100
+    let client = try MQTTClient(configuration: configuration)
+    try await client.connect()
+    let topic = receiveTopic()
+    let messages = client.messages(matching: topic)
+    try await client.subscribe(topic, qos: qos)
+    let start = ContinuousClock.now
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { try await publishOnThread(port: port, qos: qos, count: count, v5: v5, topic: topic) }
+        group.addTask {
+            var received = 0
+            for await _ in messages {
+                received += 1
+                if received == count { return }
+            }
+            throw CError("the message stream ended after \(received) of \(count)")
+        }
+        group.addTask {
+            try await Task.sleep(for: receiveDeadline)
+            throw CError("messages missing after \(receiveDeadline)")
+        }
+        try await group.next()
+        try await group.next()  // the publisher and the counter both finish, or the deadline throws
+        group.cancelAll()
+    }
+    let elapsed = start.duration(to: .now)
+    await client.disconnect()
+    return Double(count) / seconds(elapsed)
+}
+
+/// Counts deliveries on libmosquitto's thread. `@unchecked Sendable`: semaphores are thread-safe and `received` is
+/// only touched on that one thread.
+final class CReceiveContext: @unchecked Sendable {
+    let connected = DispatchSemaphore(value: 0)
+    let subscribed = DispatchSemaphore(value: 0)
+    let finished = DispatchSemaphore(value: 0)
+    var received = 0
+    var expected = 0
+}
+
+func benchReceiveC(port: Int, qos: QoS, count: Int, v5: Bool) throws -> Double {
+    let context = CReceiveContext()
+    context.expected = count
+    guard let mosq = mosquitto_new(nextClientID("c-sub"), true, Unmanaged.passUnretained(context).toOpaque())
+    else { throw CError("mosquitto_new failed") }
+    defer { mosquitto_destroy(mosq) }
+    mosquitto_max_inflight_messages_set(mosq, 100)
+    if v5 { mosquitto_int_option(mosq, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5) }
+    mosquitto_connect_callback_set(mosq) { _, user, _ in
+        guard let user else { return }
+        Unmanaged<CReceiveContext>.fromOpaque(user).takeUnretainedValue().connected.signal()
+    }
+    mosquitto_subscribe_callback_set(mosq) { _, user, _, _, _ in
+        guard let user else { return }
+        Unmanaged<CReceiveContext>.fromOpaque(user).takeUnretainedValue().subscribed.signal()
+    }
+    mosquitto_message_callback_set(mosq) { _, user, _ in
+        guard let user else { return }
+        let context = Unmanaged<CReceiveContext>.fromOpaque(user).takeUnretainedValue()
+        context.received += 1
+        if context.received == context.expected { context.finished.signal() }
+    }
+    guard mosquitto_connect(mosq, "127.0.0.1", Int32(port), 60) == 0, mosquitto_loop_start(mosq) == 0 else {
+        throw CError("connect failed")
+    }
+    defer { mosquitto_loop_stop(mosq, true) }
+    guard context.connected.wait(timeout: .now() + 5) == .success else { throw CError("no CONNACK") }
+    let topic = receiveTopic()
+    guard mosquitto_subscribe(mosq, nil, topic, Int32(qos.rawValue)) == 0,
+        context.subscribed.wait(timeout: .now() + 5) == .success
+    else { throw CError("no SUBACK") }
+    let start = ContinuousClock.now
+    _ = try benchC(port: port, qos: qos, count: count, v5: v5, topic: topic)
+    let deadline = DispatchTime.now() + .seconds(Int(receiveDeadline.components.seconds))
+    guard context.finished.wait(timeout: deadline) == .success else { throw CError("messages missing") }
+    let elapsed = start.duration(to: .now)
+    mosquitto_disconnect(mosq)
+    return Double(count) / seconds(elapsed)
+}
