@@ -7,7 +7,7 @@ import MQTTClient
 import MQTTCore
 
 /// How long a receive run may take before it counts as lost messages.
-let receiveDeadline = Duration.seconds(120)
+let receiveDeadline = Duration.seconds(30)
 
 func receiveTopic() -> String { "bench/receive/\(nextClientID("topic"))" }
 
@@ -55,12 +55,14 @@ func benchReceiveSwift(port: Int, qos: QoS, count: Int, v5: Bool) async throws -
     return Double(count) / seconds(elapsed)
 }
 
-/// Counts deliveries on libmosquitto's thread. `@unchecked Sendable`: semaphores are thread-safe and `received` is
-/// only touched on that one thread.
+/// Subscribes once connected and counts deliveries, all on libmosquitto's loop thread, as mosquitto_sub does.
+/// `@unchecked Sendable`: semaphores are thread-safe, `topic` and `qos` are set before the loop starts, and
+/// `received` is only touched on the loop thread (read after `finished`, or for an error message).
 final class CReceiveContext: @unchecked Sendable {
-    let connected = DispatchSemaphore(value: 0)
     let subscribed = DispatchSemaphore(value: 0)
     let finished = DispatchSemaphore(value: 0)
+    var topic = ""
+    var qos: Int32 = 0
     var received = 0
     var expected = 0
 }
@@ -68,39 +70,54 @@ final class CReceiveContext: @unchecked Sendable {
 func benchReceiveC(port: Int, qos: QoS, count: Int, v5: Bool) throws -> Double {
     let context = CReceiveContext()
     context.expected = count
+    context.topic = receiveTopic()
+    context.qos = Int32(qos.rawValue)
     guard let mosq = mosquitto_new(nextClientID("c-sub"), true, Unmanaged.passUnretained(context).toOpaque())
     else { throw CError("mosquitto_new failed") }
     defer { mosquitto_destroy(mosq) }
     mosquitto_max_inflight_messages_set(mosq, 100)
     if v5 { mosquitto_int_option(mosq, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5) }
-    mosquitto_connect_callback_set(mosq) { _, user, _ in
+    mosquitto_connect_callback_set(mosq) { mosq, user, _ in
         guard let user else { return }
-        Unmanaged<CReceiveContext>.fromOpaque(user).takeUnretainedValue().connected.signal()
+        let context = Unmanaged<CReceiveContext>.fromOpaque(user).takeUnretainedValue()
+        mosquitto_subscribe(mosq, nil, context.topic, context.qos)
     }
     mosquitto_subscribe_callback_set(mosq) { _, user, _, _, _ in
         guard let user else { return }
         Unmanaged<CReceiveContext>.fromOpaque(user).takeUnretainedValue().subscribed.signal()
     }
-    mosquitto_message_callback_set(mosq) { _, user, _ in
+    mosquitto_message_callback_set(mosq) { mosq, user, _ in
         guard let user else { return }
         let context = Unmanaged<CReceiveContext>.fromOpaque(user).takeUnretainedValue()
         context.received += 1
-        if context.received == context.expected { context.finished.signal() }
+        if context.received == context.expected {
+            mosquitto_disconnect(mosq)
+            context.finished.signal()
+        }
     }
-    guard mosquitto_connect(mosq, "127.0.0.1", Int32(port), 60) == 0, mosquitto_loop_start(mosq) == 0 else {
-        throw CError("connect failed")
+    guard mosquitto_connect(mosq, "127.0.0.1", Int32(port), 60) == 0 else { throw CError("connect failed") }
+    // Everything on the loop thread, as mosquitto_sub does it: subscribing from another thread while
+    // mosquitto_loop_start's thread ran sometimes left the subscriber with 20 messages and no more.
+    let loopEnded = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) let handle = mosq
+    Thread {
+        mosquitto_loop_forever(handle, 1000, 1)
+        loopEnded.signal()
+    }.start()
+    defer {
+        if loopEnded.wait(timeout: .now()) != .success {  // only after a failure: the loop is still running
+            mosquitto_disconnect(mosq)
+            _ = loopEnded.wait(timeout: .now() + 10)
+        }
     }
-    defer { mosquitto_loop_stop(mosq, true) }
-    guard context.connected.wait(timeout: .now() + 5) == .success else { throw CError("no CONNACK") }
-    let topic = receiveTopic()
-    guard mosquitto_subscribe(mosq, nil, topic, Int32(qos.rawValue)) == 0,
-        context.subscribed.wait(timeout: .now() + 5) == .success
-    else { throw CError("no SUBACK") }
+    guard context.subscribed.wait(timeout: .now() + 5) == .success else { throw CError("no SUBACK") }
     let start = ContinuousClock.now
-    _ = try benchC(port: port, qos: qos, count: count, v5: v5, topic: topic)
+    _ = try benchC(port: port, qos: qos, count: count, v5: v5, topic: context.topic)
     let deadline = DispatchTime.now() + .seconds(Int(receiveDeadline.components.seconds))
-    guard context.finished.wait(timeout: deadline) == .success else { throw CError("messages missing") }
+    guard context.finished.wait(timeout: deadline) == .success else {
+        throw CError("C API receiver: \(context.received) of \(count) messages after \(receiveDeadline)")
+    }
     let elapsed = start.duration(to: .now)
-    mosquitto_disconnect(mosq)
+    _ = loopEnded.wait(timeout: .now() + 10)
     return Double(count) / seconds(elapsed)
 }

@@ -250,11 +250,18 @@ func runTable(port: Int, count: Int, rounds: Int, levels: [QoS], versions: [Bool
 func runOne(_ api: String, port: Int, count: Int, levels: [QoS], versions: [Bool]) async throws {
     for v5 in versions {
         for qos in levels {
+            let receive = stringArgument("--direction") == "receive"
             let result =
                 api == "c"
-                ? try await measured(count: count) { try benchC(port: port, qos: qos, count: count, v5: v5) }
+                ? try await measured(count: count) {
+                    receive
+                        ? try benchReceiveC(port: port, qos: qos, count: count, v5: v5)
+                        : try benchC(port: port, qos: qos, count: count, v5: v5)
+                }
                 : try await measured(count: count) {
-                    try await benchSwift(port: port, qos: qos, count: count, v5: v5)
+                    receive
+                        ? try await benchReceiveSwift(port: port, qos: qos, count: count, v5: v5)
+                        : try await benchSwift(port: port, qos: qos, count: count, v5: v5)
                 }
             print(
                 String(
