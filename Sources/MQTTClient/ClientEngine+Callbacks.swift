@@ -87,6 +87,10 @@ extension ClientEngine {
                     ? entry.continuation : nil
             }
         }
-        for continuation in targets { continuation.yield(message) }
+        guard !targets.isEmpty else { return }
+        // Yielded in the network thread's next batch, after any completion deferred before it (see DeferredWakeUps).
+        core.withLock { core in
+            for continuation in targets { core.deferred.append(.deliver(continuation, message), now: .now) }
+        }
     }
 }

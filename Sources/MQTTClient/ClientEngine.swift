@@ -33,7 +33,7 @@ final class ClientEngine: Sendable {
         var stateStreams: [UInt64: AsyncStream<MQTTConnectionState>.Continuation] = [:]
         var nextStreamID: UInt64 = 0
         /// Completions the network thread's callbacks produced, resumed in batches (``resumeDeferred(onlyIfDue:)``).
-        var deferred = DeferredResumes<Waiter>()
+        var deferred = DeferredWakeUps<Waiter>()
     }
 
     struct Listeners {
@@ -63,6 +63,9 @@ final class ClientEngine: Sendable {
         }
         guard configuration.qos0QueueLimit >= 1 else {
             throw .invalidConfiguration("qos0QueueLimit must be at least 1")
+        }
+        guard configuration.receiveMaximum >= 1 else {  // MQTT 5.0 3.1.2.11.3: 0 is a protocol error
+            throw .invalidConfiguration("receiveMaximum must be at least 1")
         }
         self.configuration = configuration
         requests = Locked(RequestTracker(limit: configuration.maxOutstandingRequests))
@@ -306,7 +309,7 @@ final class ClientEngine: Sendable {
     /// Runs one state machine event; emits states under the lock (so they stay ordered), everything else after.
     ///
     /// With `deferringResumes` (libmosquitto's callbacks, on the network thread) completions are resumed later, in
-    /// a batch (``DeferredResumes``).
+    /// a batch (``DeferredWakeUps``).
     func feed(
         deferringResumes: Bool = false,
         _ event: (inout ClientStateMachine<Waiter>) -> [ClientStateMachine<Waiter>.Action]
@@ -318,7 +321,7 @@ final class ClientEngine: Sendable {
                 case .emitState(let state):
                     for continuation in core.stateStreams.values { continuation.yield(state) }
                 case .resume(let waiter, let completion) where deferringResumes:
-                    core.deferred.append(waiter, completion, now: .now)
+                    core.deferred.append(.resume(waiter, completion), now: .now)
                 default:
                     break
                 }
@@ -347,15 +350,15 @@ final class ClientEngine: Sendable {
         }
     }
 
-    /// Resumes what the callbacks completed (see ``DeferredResumes``): all of it, or with `onlyIfDue` only a batch
-    /// that is due. Returns whether any remain deferred.
+    /// Resumes the callers and feeds the streams the callbacks deferred (see ``DeferredWakeUps``): all of it, or
+    /// with `onlyIfDue` only a batch that is due. Returns whether any remain deferred.
     @discardableResult
     private func resumeDeferred(onlyIfDue: Bool = false) -> Bool {
-        let (resumes, remaining) = core.withLock { core in
+        let (entries, remaining) = core.withLock { core in
             let due = core.deferred.takeIfDue(idle: !onlyIfDue, now: .now)
             return (due, !core.deferred.isEmpty)
         }
-        for (waiter, completion) in resumes { waiter.resume(returning: completion) }
+        for entry in entries { entry.perform() }
         return remaining
     }
 

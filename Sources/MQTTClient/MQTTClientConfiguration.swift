@@ -25,6 +25,10 @@ public struct MQTTClientConfiguration: Sendable {
     public var protocolVersion: MQTTClientProtocolVersion = .v3_1_1
     /// How many QoS 1/2 messages may be unacknowledged on the wire at once.
     public var maxInflightMessages: Int = 20
+    /// MQTT 5 Receive Maximum, sent in CONNECT: how many QoS 1/2 messages the broker may have unacknowledged toward
+    /// this client at once (1...65535). The default is the protocol's own; libmosquitto's default of 20 made it close
+    /// the connection with a protocol error when a mosquitto 2.0.11 broker sent a burst of QoS 2 messages.
+    public var receiveMaximum: UInt16 = 65535
     /// How many QoS 1/2 publishes are accepted while disconnected; beyond that `publish` throws
     /// ``MQTTClientError/offlineQueueFull``.
     public var offlineQueueLimit: Int = 1000

@@ -47,6 +47,10 @@ final class MosquittoHandle: @unchecked Sendable {
         try check(
             mosquitto_max_inflight_messages_set(pointer, UInt32(clamping: configuration.maxInflightMessages)),
             "maxInflightMessages")
+        // Sent in CONNECT at MQTT 5 only; before it, libmosquitto still holds incoming QoS 2 messages to this quota.
+        try check(
+            mosquitto_int_option(pointer, MOSQ_OPT_RECEIVE_MAXIMUM, Int32(configuration.receiveMaximum)),
+            "receiveMaximum")
         if let username = configuration.username {
             try check(mosquitto_username_pw_set(pointer, username, configuration.password), "username/password")
         }

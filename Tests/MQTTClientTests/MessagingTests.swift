@@ -158,10 +158,13 @@ struct MessagingTests {
             let flooder = try await connectedClient(broker, "flooder")
             let floodTopic = "flood/\(uniqueID("t"))"
             try await flooded.subscribe(floodTopic, qos: .atMostOnce)
+            // Paced at about 40,000 messages a second: a broker queues QoS 0 for a busy subscriber without limit
+            // (mosquitto does), and an unpaced flood would put the PUBACKs behind seconds of queued messages.
             let flood = Task {
                 let payload = [UInt8](repeating: 0x46, count: 256)
                 while !Task.isCancelled {
-                    try await flooder.publish(topic: floodTopic, payload: payload, qos: .atMostOnce)
+                    for _ in 0..<100 { try await flooder.publish(topic: floodTopic, payload: payload, qos: .atMostOnce) }
+                    try await Task.sleep(for: .milliseconds(2))
                 }
             }
             defer { flood.cancel() }

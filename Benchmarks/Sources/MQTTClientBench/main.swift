@@ -2,9 +2,10 @@
 // a mosquitto started here, at MQTT 3.1.1 and 5, QoS 0/1/2 (receiving: Receive.swift). Each round runs the C API,
 // then the Swift API; the tables give the medians over the rounds (the two cores are shared with the broker, so
 // single runs scatter widely).
-// Usage: MQTTClientBench [--count N] [--rounds R] [--qos 0|1|2] [--protocol 3|5] [--direction publish|receive]
+// Usage: MQTTClientBench [--count N] [--rounds R] [--qos 0|1|2] [--protocol 3|5] [--direction publish|receive|both]
 // [--only swift|c] [--task-per-message]
-// (N messages per run, default 50000; R rounds, default 5; about two minutes in all in release).
+// (N messages per run, default 50000; R rounds, default 5; publishing only unless --direction says otherwise;
+// about a minute per direction in release).
 // Build: swift build --package-path Benchmarks -c release --static-swift-stdlib --scratch-path .build-bench-release
 //   --product MQTTClientBench
 import CMosquitto
@@ -289,8 +290,8 @@ print("publish throughput, \(count) messages of \(payload.count) bytes per run, 
 if let only = stringArgument("--only") {
     try await runOne(only, port: port, count: count, levels: levels, versions: versions)
 } else {
-    let direction = stringArgument("--direction")
-    for receive in [false, true] where direction == nil || direction == (receive ? "receive" : "publish") {
+    let direction = stringArgument("--direction") ?? "publish"
+    for receive in [false, true] where direction == "both" || direction == (receive ? "receive" : "publish") {
         try await runTable(
             port: port, count: count, rounds: rounds, levels: levels, versions: versions, receive: receive)
     }
