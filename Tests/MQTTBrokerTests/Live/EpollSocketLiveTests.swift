@@ -105,8 +105,10 @@ struct EpollSocketLiveTests {
             let (subscriber, _) = try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "poll-sub"))
             _ = try await subscriber.subscribe("poll/t", qos: .atMostOnce)
             let (publisher, _) = try await LiveClient.connect(to: address, ConnectPacket(clientIdentifier: "poll-pub"))
-            // 5,000 messages in one write keep the loop busy for milliseconds, with no wait longer than a read.
-            let count = 5_000
+            // 20,000 messages in one write keep the loop busy for milliseconds, with no wait longer than a read. The
+            // loop counts as busy only once a window of a millisecond closes inside the burst; 5,000 messages were
+            // sometimes handled within one window, and then the loop never polled.
+            let count = 20_000
             var buffer = publisher.channel.allocator.buffer(capacity: count * 30)
             for _ in 0..<count {
                 try MQTTPacketEncoder.encode(
