@@ -28,7 +28,9 @@ extension ClientEngine {
         mosquitto_publish_v5_callback_set(pointer) { _, context, mid, reasonCode, properties in
             guard let engine = ClientEngine.from(context) else { return }
             let reasonString = reasonCode >= 0x80 ? PropertyReader.reasonString(properties) : nil
-            engine.feed(deferringResumes: true) { $0.publishAcknowledged(mid: mid, reasonCode: reasonCode, reasonString: reasonString) }
+            engine.feed(deferringResumes: true) {
+                $0.publishAcknowledged(mid: mid, reasonCode: reasonCode, reasonString: reasonString)
+            }
         }
         mosquitto_subscribe_v5_callback_set(pointer) { _, context, mid, count, grantedPointer, _ in
             guard let engine = ClientEngine.from(context) else { return }

@@ -32,8 +32,8 @@ public struct MQTTClientConfiguration: Sendable {
     /// How many QoS 1/2 publishes are accepted while disconnected; beyond that `publish` throws
     /// ``MQTTClientError/offlineQueueFull``.
     public var offlineQueueLimit: Int = 1000
-    /// How many QoS 0 messages may wait in the send queue, accepted by ``MQTTClient/publish(topic:payload:qos:retain:properties:)``
-    /// but not yet written to the socket; a QoS 0 publish beyond that waits until one is written.
+    /// How many QoS 0 messages may wait in the send queue, accepted by `publish` but not yet written to the socket;
+    /// a QoS 0 publish beyond that waits until one is written.
     public var qos0QueueLimit: Int = 1000
     /// Whether to disable Nagle's algorithm (`TCP_NODELAY`): lower latency for small packets, possibly more of them.
     public var tcpNoDelay: Bool = false

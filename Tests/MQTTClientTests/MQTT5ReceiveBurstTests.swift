@@ -11,7 +11,7 @@ struct MQTT5ReceiveBurstTests {
         mosquittoLines: ["max_inflight_messages 100"], mqttchatLines: ["max_inflight_messages 100"])
 
     @Test(
-        "2,000 QoS 2 messages sent at once arrive whole and once, without a reconnect (libmosquitto's default Receive Maximum of 20 broke this)",
+        "2,000 QoS 2 messages sent at once arrive whole and once, without a reconnect (libmosquitto's Receive Maximum of 20 broke it)",
         arguments: mqtt5BrokerKinds)
     func qos2Burst(kind: TestBrokerKind) async throws {
         try await withBroker(kind, options: Self.options) { broker in
@@ -27,7 +27,8 @@ struct MQTT5ReceiveBurstTests {
                     for worker in 0..<100 {
                         group.addTask {
                             for index in stride(from: worker, to: count, by: 100) {
-                                try await publisher.publish(topic: topic, payload: Array("\(index)".utf8), qos: .exactlyOnce)
+                                try await publisher.publish(
+                                    topic: topic, payload: Array("\(index)".utf8), qos: .exactlyOnce)
                             }
                         }
                     }

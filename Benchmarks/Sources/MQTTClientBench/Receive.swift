@@ -16,7 +16,8 @@ func receiveTopic() -> String { "bench/receive/\(nextClientID("topic"))" }
 func publishOnThread(port: Int, qos: QoS, count: Int, v5: Bool, topic: String) async throws {
     let result: Result<Double, any Error> = await withCheckedContinuation { continuation in
         Thread {
-            continuation.resume(returning: Result { try benchC(port: port, qos: qos, count: count, v5: v5, topic: topic) })
+            let result = Result { try benchC(port: port, qos: qos, count: count, v5: v5, topic: topic) }
+            continuation.resume(returning: result)
         }.start()
     }
     _ = try result.get()
