@@ -107,12 +107,7 @@ join() {
 }
 
 up() {
-  if ! ejabberd_installed; then
-    log "ejabberd is not installed (scripts/setup.sh installs it)"
-    exit 3
-  fi
-  mkdir -p "$dir"
-  dir=$(cd "$dir" && pwd)
+  require_ejabberd_and_dir
   if all_alive; then
     log "a cluster is already running in $dir; reusing it"
     print_ports

@@ -18,6 +18,16 @@ ejabberd_installed() {
   command -v erl >/dev/null && compgen -G "$EJABBERD_LIBS/ejabberd-*/ebin/mod_mqtt.beam" >/dev/null
 }
 
+# Exits 3 when ejabberd is missing; otherwise creates $dir and makes it absolute (the caller's global).
+require_ejabberd_and_dir() {
+  if ! ejabberd_installed; then
+    log "ejabberd is not installed (scripts/setup.sh installs it)"
+    exit 3
+  fi
+  mkdir -p "$dir"
+  dir=$(cd "$dir" && pwd)
+}
+
 # Whether pid file $1 names a live process whose command line contains $2.
 alive() {
   local pid

@@ -47,12 +47,7 @@ down() {
 }
 
 up() {
-  if ! ejabberd_installed; then
-    log "ejabberd is not installed (scripts/setup.sh installs it)"
-    exit 3
-  fi
-  mkdir -p "$dir"
-  dir=$(cd "$dir" && pwd)
+  require_ejabberd_and_dir
   if [ -f "$dir/node" ] && alive "$dir/beam.pid" "-sname $(cat "$dir/node")"; then
     log "a node is already running in $dir; reusing it"
     print_ports
